@@ -1,0 +1,212 @@
+//! `BundleDeployment` (core.rukpak.io/v1alpha1), as rukpak v0.13 defines it. rukpak owns this
+//! API; the chart can install its CRD so olm-rs works on a cluster without rukpak.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::schema::conditions_schema;
+
+/// Provisioner class of plain bundles (`olm.bundle.mediatype: plain+v0`).
+pub const PLAIN_PROVISIONER: &str = "core-rukpak-io-plain";
+/// Provisioner class of registry+v1 bundles (the default media type).
+pub const REGISTRY_PROVISIONER: &str = "core-rukpak-io-registry";
+
+/// A bundle to deploy and the provisioner that deploys it.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "core.rukpak.io",
+    version = "v1alpha1",
+    kind = "BundleDeployment",
+    plural = "bundledeployments",
+    shortname = "bd",
+    shortname = "bds",
+    status = "BundleDeploymentStatus",
+    derive = "PartialEq",
+    doc = "BundleDeployment is the Schema for the bundledeployments API",
+    printcolumn(name = "Active Bundle", type_ = "string", json_path = ".status.activeBundle"),
+    printcolumn(
+        name = "Install State",
+        type_ = "string",
+        json_path = r#".status.conditions[?(@.type=="Installed")].reason"#
+    ),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
+    printcolumn(
+        name = "Provisioner",
+        type_ = "string",
+        json_path = ".spec.provisionerClassName",
+        priority = 1
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct BundleDeploymentSpec {
+    /// Name of the provisioner that reconciles this BundleDeployment.
+    #[schemars(regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"))]
+    pub provisioner_class_name: String,
+    /// The Bundle this deployment manages.
+    pub template: BundleTemplate,
+    /// Provisioner-specific configuration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
+    pub config: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// Desired state of the generated Bundle.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BundleTemplate {
+    /// Labels and annotations of the generated Bundle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<TemplateMetadata>,
+    /// The Bundle's spec.
+    pub spec: BundleSpec,
+}
+
+/// The parts of object metadata a template may set.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TemplateMetadata {
+    /// Labels.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Annotations.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// A Bundle: its provisioner and where its content comes from.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BundleSpec {
+    /// Name of the provisioner that unpacks this Bundle.
+    pub provisioner_class_name: String,
+    /// Where the bundle content comes from.
+    pub source: BundleSource,
+}
+
+/// Where bundle content comes from; `type` names the member that is set.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BundleSource {
+    /// `image`, `git`, `configMaps`, `upload` or `http`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// A bundle image.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<BundleImageSource>,
+    /// A git repository.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<BundleGitSource>,
+    /// ConfigMaps holding the manifests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_maps: Option<Vec<BundleConfigMapSource>>,
+    /// Content uploaded to rukpak's upload service.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upload: Option<serde_json::Map<String, serde_json::Value>>,
+    /// An HTTP URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<BundleHttpSource>,
+}
+
+/// A bundle image.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BundleImageSource {
+    /// Image reference.
+    pub r#ref: String,
+    /// Pull secret name in rukpak's namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pull_secret: Option<String>,
+}
+
+/// A git repository.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BundleGitSource {
+    /// Repository URL.
+    pub repository: String,
+    /// Directory of the manifests; `./manifests` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub directory: Option<String>,
+    /// Exactly one of branch, tag or commit.
+    pub r#ref: BundleGitRef,
+    /// Credentials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<BundleAuthorization>,
+}
+
+/// A git ref.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BundleGitRef {
+    /// Branch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// Tag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+    /// Commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+}
+
+/// Credentials for a git or HTTP source.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BundleAuthorization {
+    /// Secret holding the credentials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<BundleLocalRef>,
+    /// Skip TLS verification.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub insecure_skip_verify: bool,
+}
+
+/// A reference by name.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BundleLocalRef {
+    /// Name.
+    pub name: String,
+}
+
+/// A ConfigMap holding manifests.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BundleConfigMapSource {
+    /// The ConfigMap.
+    pub config_map: BundleLocalRef,
+    /// Directory the keys are written under.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+/// An HTTP URL.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BundleHttpSource {
+    /// URL.
+    pub url: String,
+    /// Credentials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<BundleAuthorization>,
+}
+
+/// What the provisioner made of the BundleDeployment.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BundleDeploymentStatus {
+    /// `HasValidBundle`, `Installed`, `Healthy`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "conditions_schema")]
+    pub conditions: Vec<Condition>,
+    /// Name of the Bundle currently deployed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_bundle: Option<String>,
+    /// The generation the status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
