@@ -1,0 +1,69 @@
+//! End-to-end harness of olm-rs.
+//!
+//! * [`cluster`] starts one real control plane per test process (etcd, kube-apiserver,
+//!   kube-controller-manager, kube-scheduler, via `tools/testbin/cluster.sh`), or reuses the one
+//!   named by `OLM_E2E_KUBECONFIG`, and installs the CRDs.
+//! * [`context::TestContext`] gives each test a client and its own namespace.
+//! * [`wait`] waits on conditions with a deadline; nothing here sleeps and hopes.
+//! * [`apply`] and [`table`] apply YAML and print `kubectl get`-style tables (used by the demo).
+
+pub mod apply;
+pub mod cluster;
+pub mod context;
+pub mod samples;
+pub mod table;
+pub mod wait;
+
+use std::path::PathBuf;
+
+/// The repository root (this crate lives in `e2e/`).
+pub fn repo_root() -> PathBuf {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().map(PathBuf::from).unwrap_or(manifest)
+}
+
+/// Errors of the harness.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The control plane could not be started or reached.
+    #[error("control plane: {0}")]
+    Cluster(String),
+    /// A Kubernetes API call failed.
+    #[error("{context}: {source}")]
+    Kube {
+        /// What was being done.
+        context: String,
+        /// The client error.
+        source: kube::Error,
+    },
+    /// A YAML or JSON document could not be read.
+    #[error("{0}")]
+    Document(String),
+    /// A condition was not met before its deadline.
+    #[error("timed out after {seconds}s waiting for {what}; last state: {last_state}")]
+    Timeout {
+        /// What was awaited.
+        what: String,
+        /// The deadline.
+        seconds: u64,
+        /// The object as last seen, for debugging.
+        last_state: String,
+    },
+    /// Reading a file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// Result of the harness.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Attaches a description to a kube error.
+pub(crate) fn kube_err(context: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
+    let context = context.into();
+    move |source| Error::Kube { context, source }
+}

@@ -1,0 +1,63 @@
+//! Waiting on conditions with a deadline. Every wait watches the object, so it returns as soon
+//! as the condition holds, and fails with the last state seen when the deadline passes.
+
+use std::fmt::Debug;
+use std::time::Duration;
+
+use kube::api::Api;
+use kube::runtime::wait::{await_condition, conditions};
+use kube::{Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::{Error, Result, kube_err};
+
+/// Waits until `cond` holds for the object `name` (it is given `None` while the object does not
+/// exist), and returns the object. Fails after `timeout` with the object's last state.
+pub async fn wait_for<K>(
+    api: &Api<K>,
+    name: &str,
+    what: &str,
+    timeout: Duration,
+    cond: impl Fn(Option<&K>) -> bool + Send + 'static,
+) -> Result<K>
+where
+    K: Clone + Debug + Send + Sync + DeserializeOwned + Serialize + Resource + 'static,
+{
+    let describe = format!("{name}: {what}");
+    match tokio::time::timeout(timeout, await_condition(api.clone(), name, cond)).await {
+        Ok(Ok(Some(obj))) => Ok(obj),
+        Ok(Ok(None)) => Err(Error::Document(format!("{describe}: the object does not exist"))),
+        Ok(Err(e)) => Err(Error::Cluster(format!("{describe}: watch failed: {e}"))),
+        Err(_) => Err(timeout_error(api, name, describe, timeout).await),
+    }
+}
+
+/// Waits until the object `name` is gone (or replaced by one with another uid).
+pub async fn wait_for_deletion<K>(api: &Api<K>, name: &str, timeout: Duration) -> Result<()>
+where
+    K: Clone + Debug + Send + Sync + DeserializeOwned + Serialize + Resource + 'static,
+{
+    let uid = match api.get_opt(name).await.map_err(kube_err(format!("reading {name}")))? {
+        Some(obj) => obj.uid().unwrap_or_default(),
+        None => return Ok(()),
+    };
+    let describe = format!("{name} to be deleted");
+    match tokio::time::timeout(timeout, await_condition(api.clone(), name, conditions::is_deleted(&uid))).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(Error::Cluster(format!("{describe}: watch failed: {e}"))),
+        Err(_) => Err(timeout_error(api, name, describe, timeout).await),
+    }
+}
+
+async fn timeout_error<K>(api: &Api<K>, name: &str, what: String, timeout: Duration) -> Error
+where
+    K: Clone + Debug + DeserializeOwned + Serialize + Resource,
+{
+    let last_state = match api.get_opt(name).await {
+        Ok(Some(obj)) => serde_json::to_string_pretty(&obj).unwrap_or_else(|e| e.to_string()),
+        Ok(None) => "absent".to_owned(),
+        Err(e) => format!("unreadable: {e}"),
+    };
+    Error::Timeout { what, seconds: timeout.as_secs(), last_state }
+}

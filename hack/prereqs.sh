@@ -1,0 +1,44 @@
+# Sourced by hack/demo.sh and hack/test.sh: installs, idempotently, what they need on a fresh
+# machine. Heavy builds (the control plane) are cached by version outside the work tree.
+set -euo pipefail
+
+prereq_log() { printf 'prereqs: %s\n' "$*" >&2; }
+
+ensure_debian_packages() {
+  local missing=()
+  command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+  command -v curl >/dev/null 2>&1 || missing+=(curl)
+  command -v python3 >/dev/null 2>&1 || missing+=(python3)
+  command -v setsid >/dev/null 2>&1 || missing+=(util-linux)
+  command -v tail >/dev/null 2>&1 || missing+=(coreutils)
+  [ -e /etc/ssl/certs/ca-certificates.crt ] || missing+=(ca-certificates)
+  if [ ${#missing[@]} -gt 0 ]; then
+    prereq_log "installing Debian packages: ${missing[*]}"
+    local sudo=""; [ "$(id -u)" -eq 0 ] || sudo=sudo
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+}
+
+ensure_toolchains() {
+  command -v go >/dev/null 2>&1 || { prereq_log "Go 1.26 or newer is required to build the control plane"; exit 1; }
+  command -v cargo >/dev/null 2>&1 || { prereq_log "Rust (cargo) is required"; exit 1; }
+  local c
+  for c in rustfmt clippy; do
+    if ! cargo "${c/rustfmt/fmt}" --version >/dev/null 2>&1; then
+      prereq_log "adding rustup component $c"
+      rustup component add "$c"
+    fi
+  done
+}
+
+ensure_prereqs() {
+  ensure_debian_packages
+  ensure_toolchains
+  # Builds kube-apiserver, kube-controller-manager, kube-scheduler, etcd and helm, or finds
+  # them in the cache; exports K8S_BIN, ETCD_BIN, HELM_BIN.
+  local bins
+  bins=$("$(dirname "${BASH_SOURCE[0]}")/../tools/testbin/build.sh" all)
+  eval "$bins"
+  export K8S_BIN ETCD_BIN HELM_BIN
+}
