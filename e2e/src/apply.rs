@@ -18,14 +18,27 @@ pub async fn install_crds(client: &Client) -> Result<()> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     for crd in olm_api::crds::all() {
         let name = crd.name_any();
-        api.patch(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&crd))
-            .await
-            .map_err(kube_err(format!("applying CRD {name}")))?;
-        wait::wait_for(&api, &name, "CRD to be established", Duration::from_secs(30), |crd| {
-            crd.and_then(|c| c.status.as_ref())
-                .and_then(|s| s.conditions.as_ref())
-                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Established" && c.status == "True"))
-        })
+        api.patch(
+            &name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&crd),
+        )
+        .await
+        .map_err(kube_err(format!("applying CRD {name}")))?;
+        wait::wait_for(
+            &api,
+            &name,
+            "CRD to be established",
+            Duration::from_secs(30),
+            |crd| {
+                crd.and_then(|c| c.status.as_ref())
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|cs| {
+                        cs.iter()
+                            .any(|c| c.type_ == "Established" && c.status == "True")
+                    })
+            },
+        )
         .await?;
     }
     Ok(())
@@ -43,8 +56,9 @@ pub fn gvk_of(doc: &serde_json::Value) -> Result<GroupVersionKind> {
     let api_version = doc["apiVersion"]
         .as_str()
         .ok_or_else(|| Error::Document("a document has no apiVersion".into()))?;
-    let kind =
-        doc["kind"].as_str().ok_or_else(|| Error::Document("a document has no kind".into()))?;
+    let kind = doc["kind"]
+        .as_str()
+        .ok_or_else(|| Error::Document("a document has no kind".into()))?;
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
     Ok(GroupVersionKind::gvk(group, version, kind))
 }
@@ -66,11 +80,18 @@ pub async fn apply_document(
         Scope::Cluster => Api::all_with(client.clone(), &resource),
         Scope::Namespaced => Api::namespaced_with(
             client.clone(),
-            obj.metadata.namespace.as_deref().unwrap_or(default_namespace),
+            obj.metadata
+                .namespace
+                .as_deref()
+                .unwrap_or(default_namespace),
             &resource,
         ),
     };
-    api.patch(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(doc))
-        .await
-        .map_err(kube_err(format!("applying {} {name}", gvk.kind)))
+    api.patch(
+        &name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(doc),
+    )
+    .await
+    .map_err(kube_err(format!("applying {} {name}", gvk.kind)))
 }

@@ -27,13 +27,19 @@ static CLUSTER: OnceLock<std::result::Result<Cluster, String>> = OnceLock::new()
 
 /// The control plane of this test process, started (or found) on first use.
 pub fn cluster() -> Result<&'static Cluster> {
-    CLUSTER.get_or_init(|| init().map_err(|e| e.to_string())).as_ref().map_err(|e| Error::Cluster(e.clone()))
+    CLUSTER
+        .get_or_init(|| init().map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(|e| Error::Cluster(e.clone()))
 }
 
 fn init() -> Result<Cluster> {
     let cluster = match std::env::var_os(REUSE_ENV) {
         Some(path) => {
-            let cluster = Cluster { kubeconfig: PathBuf::from(path), dir: None };
+            let cluster = Cluster {
+                kubeconfig: PathBuf::from(path),
+                dir: None,
+            };
             // A reused cluster may predate our CRDs, or hold older ones.
             run_blocking(install_crds(cluster.clone()))??;
             cluster
@@ -47,14 +53,20 @@ fn init() -> Result<Cluster> {
         std::io::stderr(),
         "e2e: running against kube-apiserver {version} (kubeconfig {}{})",
         cluster.kubeconfig.display(),
-        cluster.dir.as_ref().map(|d| format!(", logs in {}/logs", d.display())).unwrap_or_default()
+        cluster
+            .dir
+            .as_ref()
+            .map(|d| format!(", logs in {}/logs", d.display()))
+            .unwrap_or_default()
     );
     Ok(cluster)
 }
 
 fn start() -> Result<Cluster> {
     let root = repo_root();
-    let dir = root.join("target/e2e").join(format!("cluster-{}", std::process::id()));
+    let dir = root
+        .join("target/e2e")
+        .join(format!("cluster-{}", std::process::id()));
     let output = Command::new(root.join("tools/testbin/cluster.sh"))
         .arg("start")
         .arg(&dir)
@@ -77,12 +89,17 @@ fn start() -> Result<Cluster> {
         .get("KUBECONFIG")
         .map(PathBuf::from)
         .ok_or_else(|| Error::Cluster(format!("{}/env names no KUBECONFIG", dir.display())))?;
-    Ok(Cluster { kubeconfig, dir: Some(dir) })
+    Ok(Cluster {
+        kubeconfig,
+        dir: Some(dir),
+    })
 }
 
 fn read_env(path: &Path) -> Result<BTreeMap<String, String>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|source| Error::Io { path: path.display().to_string(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
     Ok(text
         .lines()
         .filter_map(|l| l.split_once('='))
@@ -128,7 +145,10 @@ pub async fn client_for(kubeconfig: &Path) -> Result<Client> {
 
 async fn server_version(cluster: Cluster) -> Result<String> {
     let client = cluster.client().await?;
-    let info = client.apiserver_version().await.map_err(crate::kube_err("reading /version"))?;
+    let info = client
+        .apiserver_version()
+        .await
+        .map_err(crate::kube_err("reading /version"))?;
     Ok(info.git_version)
 }
 

@@ -64,10 +64,20 @@ fn unique_name(test: &str) -> String {
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let slug: String = test
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
         .take(30)
         .collect();
-    let name = format!("e2e-{}-{n}{}", slug.trim_matches('-'), std::process::id() % 10_000);
+    let name = format!(
+        "e2e-{}-{n}{}",
+        slug.trim_matches('-'),
+        std::process::id() % 10_000
+    );
     name.trim_end_matches('-').to_owned()
 }
 
@@ -80,7 +90,11 @@ mod tests {
         assert_ne!(a, b);
         for n in [a, b] {
             assert!(n.len() <= 63, "{n}");
-            assert!(n.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'), "{n}");
+            assert!(
+                n.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+                "{n}"
+            );
         }
     }
 }

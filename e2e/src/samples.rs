@@ -22,18 +22,26 @@ pub fn samples_dir() -> PathBuf {
 /// file order.
 pub fn load(dir: &Path) -> Result<Vec<Sample>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|source| Error::Io { path: dir.display().to_string(), source })?
+        .map_err(|source| Error::Io {
+            path: dir.display().to_string(),
+            source,
+        })?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
         .collect();
     files.sort();
     let mut samples = Vec::new();
     for file in files {
-        let text = std::fs::read_to_string(&file)
-            .map_err(|source| Error::Io { path: file.display().to_string(), source })?;
+        let text = std::fs::read_to_string(&file).map_err(|source| Error::Io {
+            path: file.display().to_string(),
+            source,
+        })?;
         let docs = apply::parse_documents(&text)
             .map_err(|e| Error::Document(format!("{}: {e}", file.display())))?;
-        samples.extend(docs.into_iter().map(|doc| Sample { file: file.clone(), doc }));
+        samples.extend(docs.into_iter().map(|doc| Sample {
+            file: file.clone(),
+            doc,
+        }));
     }
     // Stable sort: namespaces must exist before what goes in them.
     samples.sort_by_key(|s| s.doc["kind"] != "Namespace");

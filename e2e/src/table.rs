@@ -41,7 +41,10 @@ pub async fn get_table(
         None => Api::all_with(client.clone(), resource),
     };
     let request = http::Request::get(api.resource_url())
-        .header(http::header::ACCEPT, "application/json;as=Table;v=v1;g=meta.k8s.io")
+        .header(
+            http::header::ACCEPT,
+            "application/json;as=Table;v=v1;g=meta.k8s.io",
+        )
         .body(Vec::new())
         .map_err(|e| Error::Document(e.to_string()))?;
     let text = client
@@ -59,7 +62,10 @@ fn render(table: &Table, now: k8s_openapi::jiff::Timestamp) -> String {
         .filter(|&i| table.column_definitions[i].priority == 0)
         .collect();
     let mut lines: Vec<Vec<String>> = vec![
-        shown.iter().map(|&i| table.column_definitions[i].name.to_uppercase()).collect(),
+        shown
+            .iter()
+            .map(|&i| table.column_definitions[i].name.to_uppercase())
+            .collect(),
     ];
     for row in &table.rows {
         lines.push(
@@ -73,19 +79,32 @@ fn render(table: &Table, now: k8s_openapi::jiff::Timestamp) -> String {
         return "No resources found.\n".to_owned();
     }
     let widths: Vec<usize> = (0..shown.len())
-        .map(|c| lines.iter().map(|l| l[c].chars().count()).max().unwrap_or(0))
+        .map(|c| {
+            lines
+                .iter()
+                .map(|l| l[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     let mut out = String::new();
     for line in lines {
-        let padded: Vec<String> =
-            line.iter().zip(&widths).map(|(cell, w)| format!("{cell:<w$}")).collect();
+        let padded: Vec<String> = line
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
         out.push_str(padded.join("   ").trim_end());
         out.push('\n');
     }
     out
 }
 
-fn cell(value: Option<&serde_json::Value>, type_: &str, now: k8s_openapi::jiff::Timestamp) -> String {
+fn cell(
+    value: Option<&serde_json::Value>,
+    type_: &str,
+    now: k8s_openapi::jiff::Timestamp,
+) -> String {
     match value {
         None | Some(serde_json::Value::Null) => "<none>".to_owned(),
         Some(serde_json::Value::String(s)) if type_ == "date" => match s.parse() {

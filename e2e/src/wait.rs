@@ -27,7 +27,9 @@ where
     let describe = format!("{name}: {what}");
     match tokio::time::timeout(timeout, await_condition(api.clone(), name, cond)).await {
         Ok(Ok(Some(obj))) => Ok(obj),
-        Ok(Ok(None)) => Err(Error::Document(format!("{describe}: the object does not exist"))),
+        Ok(Ok(None)) => Err(Error::Document(format!(
+            "{describe}: the object does not exist"
+        ))),
         Ok(Err(e)) => Err(Error::Cluster(format!("{describe}: watch failed: {e}"))),
         Err(_) => Err(timeout_error(api, name, describe, timeout).await),
     }
@@ -38,12 +40,21 @@ pub async fn wait_for_deletion<K>(api: &Api<K>, name: &str, timeout: Duration) -
 where
     K: Clone + Debug + Send + Sync + DeserializeOwned + Serialize + Resource + 'static,
 {
-    let uid = match api.get_opt(name).await.map_err(kube_err(format!("reading {name}")))? {
+    let uid = match api
+        .get_opt(name)
+        .await
+        .map_err(kube_err(format!("reading {name}")))?
+    {
         Some(obj) => obj.uid().unwrap_or_default(),
         None => return Ok(()),
     };
     let describe = format!("{name} to be deleted");
-    match tokio::time::timeout(timeout, await_condition(api.clone(), name, conditions::is_deleted(&uid))).await {
+    match tokio::time::timeout(
+        timeout,
+        await_condition(api.clone(), name, conditions::is_deleted(&uid)),
+    )
+    .await
+    {
         Ok(Ok(_)) => Ok(()),
         Ok(Err(e)) => Err(Error::Cluster(format!("{describe}: watch failed: {e}"))),
         Err(_) => Err(timeout_error(api, name, describe, timeout).await),
@@ -59,5 +70,9 @@ where
         Ok(None) => "absent".to_owned(),
         Err(e) => format!("unreadable: {e}"),
     };
-    Error::Timeout { what, seconds: timeout.as_secs(), last_state }
+    Error::Timeout {
+        what,
+        seconds: timeout.as_secs(),
+        last_state,
+    }
 }

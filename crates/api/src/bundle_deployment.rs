@@ -27,13 +27,21 @@ pub const REGISTRY_PROVISIONER: &str = "core-rukpak-io-registry";
     status = "BundleDeploymentStatus",
     derive = "PartialEq",
     doc = "BundleDeployment is the Schema for the bundledeployments API",
-    printcolumn(name = "Active Bundle", type_ = "string", json_path = ".status.activeBundle"),
+    printcolumn(
+        name = "Active Bundle",
+        type_ = "string",
+        json_path = ".status.activeBundle"
+    ),
     printcolumn(
         name = "Install State",
         type_ = "string",
         json_path = r#".status.conditions[?(@.type=="Installed")].reason"#
     ),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    ),
     printcolumn(
         name = "Provisioner",
         type_ = "string",

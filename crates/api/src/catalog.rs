@@ -39,8 +39,17 @@ pub const IMAGE_TEMPLATE_ANNOTATION: &str = "olm.catalogImageTemplate";
         type_ = "string",
         json_path = r#".status.conditions[?(@.type=="Serving")].status"#
     ),
-    printcolumn(name = "Priority", type_ = "integer", json_path = ".spec.priority", priority = 1),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Priority",
+        type_ = "integer",
+        json_path = ".spec.priority",
+        priority = 1
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct CatalogSpec {

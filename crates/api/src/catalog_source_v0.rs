@@ -25,7 +25,11 @@ use crate::schema::conditions_schema;
     printcolumn(name = "Display", type_ = "string", json_path = ".spec.displayName"),
     printcolumn(name = "Type", type_ = "string", json_path = ".spec.sourceType"),
     printcolumn(name = "Image", type_ = "string", json_path = ".spec.image"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]

@@ -80,7 +80,10 @@ mod tests {
     #[test]
     fn a_new_type_is_appended() {
         let mut c = vec![];
-        assert!(set_condition(&mut c, condition("Ready", true, "Ok", "", Some(1), at(10))));
+        assert!(set_condition(
+            &mut c,
+            condition("Ready", true, "Ok", "", Some(1), at(10))
+        ));
         assert_eq!(c.len(), 1);
         assert!(is_true(&c, "Ready"));
     }
@@ -88,7 +91,10 @@ mod tests {
     #[test]
     fn same_status_keeps_the_transition_time_and_updates_the_rest() {
         let mut c = vec![condition("Ready", true, "Ok", "first", Some(1), at(10))];
-        assert!(set_condition(&mut c, condition("Ready", true, "Fine", "second", Some(2), at(20))));
+        assert!(set_condition(
+            &mut c,
+            condition("Ready", true, "Fine", "second", Some(2), at(20))
+        ));
         assert_eq!(c[0].last_transition_time, at(10));
         assert_eq!(c[0].reason, "Fine");
         assert_eq!(c[0].message, "second");
@@ -98,14 +104,20 @@ mod tests {
     #[test]
     fn an_identical_condition_changes_nothing() {
         let mut c = vec![condition("Ready", true, "Ok", "m", Some(1), at(10))];
-        assert!(!set_condition(&mut c, condition("Ready", true, "Ok", "m", Some(1), at(20))));
+        assert!(!set_condition(
+            &mut c,
+            condition("Ready", true, "Ok", "m", Some(1), at(20))
+        ));
         assert_eq!(c[0].last_transition_time, at(10));
     }
 
     #[test]
     fn a_status_change_moves_the_transition_time() {
         let mut c = vec![condition("Ready", true, "Ok", "", Some(1), at(10))];
-        assert!(set_condition(&mut c, condition("Ready", false, "Broken", "x", Some(1), at(20))));
+        assert!(set_condition(
+            &mut c,
+            condition("Ready", false, "Broken", "x", Some(1), at(20))
+        ));
         assert_eq!(c[0].last_transition_time, at(20));
         assert_eq!(c[0].status, "False");
     }

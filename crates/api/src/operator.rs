@@ -25,8 +25,16 @@ pub const VERSION_PATTERN: &str = r"^(\s*(=||!=|>|<|>=|=>|<=|=<|~|~>|\^)\s*(v?(0
     derive = "PartialEq",
     doc = "Operator asks for one package from the catalogs; operator-controller resolves it to a bundle and a BundleDeployment.",
     printcolumn(name = "Package", type_ = "string", json_path = ".spec.packageName"),
-    printcolumn(name = "Resolved", type_ = "string", json_path = ".status.resolvedVersion"),
-    printcolumn(name = "Installed", type_ = "string", json_path = ".status.installedVersion"),
+    printcolumn(
+        name = "Resolved",
+        type_ = "string",
+        json_path = ".status.resolvedVersion"
+    ),
+    printcolumn(
+        name = "Installed",
+        type_ = "string",
+        json_path = ".status.installedVersion"
+    ),
     printcolumn(
         name = "Resolution",
         type_ = "string",
@@ -37,7 +45,11 @@ pub const VERSION_PATTERN: &str = r"^(\s*(=||!=|>|<|>=|=>|<=|=<|~|~>|\^)\s*(v?(0
         type_ = "string",
         json_path = r#".status.conditions[?(@.type=="Installed")].status"#
     ),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct OperatorSpec {

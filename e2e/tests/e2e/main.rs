@@ -1,0 +1,8 @@
+//! End-to-end tests against a real control plane (see `olm_e2e::cluster`). One binary, so the
+//! control plane is started once for all of them.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
+
+mod garbage_collection;
+mod samples;
+mod validation;
+mod version;
