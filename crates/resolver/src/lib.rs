@@ -1,2 +1,9 @@
-//! The olm-rs resolver: FBC model, parser, validator, version ranges and joint resolution.
-//! It has no Kubernetes dependency. Built by issue #3; this crate is its place in the workspace.
+//! The olm-rs resolver: File-Based Catalog model, parser, validator, version ranges and joint
+//! resolution with explanations. It has no Kubernetes dependency, so catalogd, the
+//! operator-controller and the `olm-resolve` CLI all use the same code.
+
+pub mod cli;
+pub mod fbc;
+pub mod range;
+pub mod resolve;
+pub mod synth;

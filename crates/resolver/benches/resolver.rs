@@ -1,0 +1,81 @@
+//! Resolver benchmarks over a synthetic catalog calibrated to real public catalogs (300
+//! packages, 5,000 bundles, about 25 MB of FBC): parse, validate, render, index, resolve 1 / 50
+//! / 500 requests, and re-resolve after one bundle is added. Figures go to docs/performance.md.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // benchmark code
+
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use olm_resolver::fbc::{Fbc, load_files, validate::validate};
+use olm_resolver::resolve::{CatalogInput, Index, Request, resolve};
+use olm_resolver::synth::{SynthConfig, generate, package_name};
+
+fn catalog() -> (Vec<u8>, Fbc) {
+    let bytes = generate(&SynthConfig::default());
+    let fbc = load_files([("synth.json", &bytes)]).unwrap();
+    assert!(validate(&fbc).is_empty());
+    (bytes, fbc)
+}
+
+/// `n` requests: every package once in dependency order, then the first packages again with a
+/// version range, so 500 requests over 300 packages still resolve.
+fn requests(n: usize, packages: usize) -> Vec<Request> {
+    (0..n)
+        .map(|i| Request {
+            package_name: package_name(i % packages),
+            version: (i >= packages).then(|| ">=1.0.0".to_owned()),
+            ..Default::default()
+        })
+        .collect()
+}
+
+fn input(fbc: Fbc) -> Vec<CatalogInput> {
+    vec![CatalogInput { name: "synthetic".into(), priority: 0, labels: BTreeMap::new(), fbc: Arc::new(fbc) }]
+}
+
+fn benches(c: &mut Criterion) {
+    let (bytes, fbc) = catalog();
+    println!("synthetic catalog: {} bytes, {} packages, {} bundles", bytes.len(), fbc.packages.len(), fbc.bundles.len());
+
+    let mut g = c.benchmark_group("catalog");
+    g.sample_size(10).measurement_time(Duration::from_secs(10));
+    g.throughput(Throughput::Bytes(bytes.len() as u64));
+    g.bench_function("parse", |b| b.iter(|| load_files([("synth.json", black_box(&bytes))]).unwrap()));
+    g.bench_function("validate", |b| b.iter(|| validate(black_box(&fbc))));
+    g.bench_function("render_and_hash", |b| b.iter(|| black_box(&fbc).content_hash()));
+    g.finish();
+
+    let catalogs = input(fbc.clone());
+    let mut g = c.benchmark_group("resolve");
+    g.sample_size(20);
+    g.bench_function("index", |b| b.iter(|| Index::build(black_box(&catalogs))));
+    let index = Index::build(&catalogs);
+    for n in [1, 50, 500] {
+        let reqs = requests(n, fbc.packages.len());
+        assert_eq!(resolve(&index, &reqs, &[]).unwrap().len(), n);
+        g.bench_function(format!("requests_{n}"), |b| b.iter(|| resolve(black_box(&index), &reqs, &[]).unwrap()));
+    }
+    // One new bundle at the head of package 0's stable channel: rebuild the index, resolve 50.
+    let mut grown = fbc.clone();
+    let extra = load_files([(
+        "extra.json",
+        br#"{"schema":"olm.bundle","package":"operator-000","name":"operator-000.v99.0.0","image":"quay.io/example/extra","properties":[{"type":"olm.package","value":{"packageName":"operator-000","version":"99.0.0"}}]}"#,
+    )])
+    .unwrap();
+    grown.extend(extra);
+    let grown = input(grown);
+    let reqs = requests(50, fbc.packages.len());
+    g.bench_function("reresolve_after_one_bundle_added_50", |b| {
+        b.iter(|| {
+            let index = Index::build(black_box(&grown));
+            resolve(&index, &reqs, &[]).unwrap()
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(resolver, benches);
+criterion_main!(resolver);

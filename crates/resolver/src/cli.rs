@@ -1,0 +1,181 @@
+//! The `olm-resolve` command line, as a function from arguments to exit code and output, so
+//! tests can call it without a process.
+//!
+//! * `olm-resolve PROBLEM.yaml`: exit 0 and `{"bundles":[...]}`; exit 1 and
+//!   `{"error":"unsatisfiable","explanation":[...]}` (sentences also on stderr); exit 2 and every
+//!   error, with file and line, when the problem or a catalog is invalid.
+//! * `olm-resolve validate DIR`: exit 0 when valid, 1 with every problem when not.
+//! * `olm-resolve render DIR`: the canonical JSON lines on stdout.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+use crate::fbc::{self, Fbc, Problem};
+use crate::resolve::{self, CatalogInput, Index, Installed, Request, ResolveError};
+
+/// What a run printed and how it ended.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Output {
+    /// Exit code: 0 success, 1 unsatisfiable or invalid catalog, 2 bad input.
+    pub code: i32,
+    /// Standard output.
+    pub stdout: Vec<u8>,
+    /// Standard error.
+    pub stderr: String,
+}
+
+const USAGE: &str = "usage: olm-resolve PROBLEM.yaml | olm-resolve validate DIR | olm-resolve render DIR";
+
+/// Runs the command line (without the program name).
+pub fn run(args: &[String]) -> Output {
+    match args {
+        [cmd, dir] if cmd == "validate" => validate(Path::new(dir)),
+        [cmd, dir] if cmd == "render" => render(Path::new(dir)),
+        [flag] if flag == "-h" || flag == "--help" => Output { code: 0, stdout: format!("{USAGE}\n").into_bytes(), ..Default::default() },
+        [problem] if !problem.starts_with('-') => solve(Path::new(problem)),
+        _ => Output { code: 2, stderr: format!("{USAGE}\n"), ..Default::default() },
+    }
+}
+
+fn problems_output(code: i32, problems: &[Problem]) -> Output {
+    let mut stderr = String::new();
+    for p in problems {
+        stderr.push_str(&p.to_string());
+        stderr.push('\n');
+    }
+    Output { code, stderr, ..Default::default() }
+}
+
+/// Loads and validates a catalog, returning every problem of either step.
+pub fn load_valid(path: &Path) -> Result<Fbc, Vec<Problem>> {
+    let fbc = fbc::load_path(path)?;
+    let problems = fbc::validate::validate(&fbc);
+    if problems.is_empty() { Ok(fbc) } else { Err(problems) }
+}
+
+fn validate(dir: &Path) -> Output {
+    match load_valid(dir) {
+        Ok(fbc) => Output {
+            code: 0,
+            stdout: format!(
+                "{} is valid: {} packages, {} channels, {} bundles\n",
+                dir.display(),
+                fbc.packages.len(),
+                fbc.channels.len(),
+                fbc.bundles.len()
+            )
+            .into_bytes(),
+            ..Default::default()
+        },
+        Err(problems) => problems_output(1, &problems),
+    }
+}
+
+fn render(dir: &Path) -> Output {
+    match fbc::load_path(dir) {
+        Ok(fbc) => Output { code: 0, stdout: fbc.render(), ..Default::default() },
+        Err(problems) => problems_output(1, &problems),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProblemFile {
+    #[serde(default)]
+    catalogs: Vec<CatalogSpec>,
+    #[serde(default)]
+    operators: Vec<Request>,
+    #[serde(default)]
+    installed: Vec<Installed>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CatalogSpec {
+    name: String,
+    path: PathBuf,
+    #[serde(default)]
+    priority: i32,
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
+}
+
+fn bad_input(file: &Path, line: Option<usize>, message: impl Into<String>) -> Problem {
+    Problem {
+        origin: line.map(|line| fbc::Origin { file: Arc::from(file.display().to_string()), line }),
+        message: match line {
+            Some(_) => message.into(),
+            None => format!("{}: {}", file.display(), message.into()),
+        },
+    }
+}
+
+/// Reads the problem file and every catalog it names.
+fn load_problem(path: &Path) -> Result<(Vec<CatalogInput>, ProblemFile), Vec<Problem>> {
+    let text = std::fs::read_to_string(path).map_err(|e| vec![bad_input(path, None, e.to_string())])?;
+    let problem: ProblemFile = serde_saphyr::from_str(&text).map_err(|e| {
+        let line = e.location().map(|l| l.line() as usize);
+        let message = e.to_string();
+        let first = message.lines().next().unwrap_or_default();
+        vec![bad_input(path, Some(line.unwrap_or(1)), first.rsplit_once(" at line ").map_or(first, |(m, _)| m))]
+    })?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let mut catalogs = Vec::new();
+    let mut problems = Vec::new();
+    let mut names = HashSet::new();
+    for c in &problem.catalogs {
+        if !names.insert(c.name.clone()) {
+            problems.push(bad_input(path, None, format!("catalog {:?} is listed twice", c.name)));
+            continue;
+        }
+        match load_valid(&base.join(&c.path)) {
+            Ok(fbc) => catalogs.push(CatalogInput {
+                name: c.name.clone(),
+                priority: c.priority,
+                labels: c.labels.clone(),
+                fbc: Arc::new(fbc),
+            }),
+            Err(more) => problems.extend(more),
+        }
+    }
+    if problem.operators.is_empty() {
+        problems.push(bad_input(path, None, "no operators are requested"));
+    }
+    if problems.is_empty() { Ok((catalogs, problem)) } else { Err(problems) }
+}
+
+fn solve(path: &Path) -> Output {
+    let (catalogs, problem) = match load_problem(path) {
+        Ok(p) => p,
+        Err(problems) => return problems_output(2, &problems),
+    };
+    let index = Index::build(&catalogs);
+    match resolve::resolve(&index, &problem.operators, &problem.installed) {
+        Ok(mut bundles) => {
+            bundles.sort_by(|a, b| a.package.cmp(&b.package).then(a.request.cmp(&b.request)));
+            let json = serde_json::json!({ "bundles": bundles });
+            Output { code: 0, stdout: format!("{json}\n").into_bytes(), ..Default::default() }
+        }
+        Err(ResolveError::InvalidRequest(errors)) => Output {
+            code: 2,
+            stderr: errors.iter().map(|e| format!("{}: {e}\n", path.display())).collect(),
+            ..Default::default()
+        },
+        Err(err) => {
+            let kind = match err {
+                ResolveError::Ambiguous(_) => "ambiguous",
+                _ => "unsatisfiable",
+            };
+            let sentences = err.sentences();
+            let json = serde_json::json!({ "error": kind, "explanation": sentences });
+            Output {
+                code: 1,
+                stdout: format!("{json}\n").into_bytes(),
+                stderr: sentences.iter().map(|s| format!("{s}\n")).collect(),
+            }
+        }
+    }
+}

@@ -1,0 +1,415 @@
+//! The File-Based Catalog model: every blob as it was read (for rendering), plus typed views of
+//! the schemas the resolver understands. Unknown schemas are kept and re-emitted unchanged.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::canonical;
+use super::property::{Gvk, PackageRequired, Property, parse_properties};
+
+/// Schemas with meaning to olm-rs.
+pub mod schemas {
+    /// A package.
+    pub const PACKAGE: &str = "olm.package";
+    /// A channel of a package.
+    pub const CHANNEL: &str = "olm.channel";
+    /// A bundle of a package.
+    pub const BUNDLE: &str = "olm.bundle";
+    /// Deprecation notices of a package.
+    pub const DEPRECATIONS: &str = "olm.deprecations";
+}
+
+/// Where something was read: a file and the line its blob starts on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Origin {
+    /// The file, as the catalog was given (a path, a ConfigMap key, ...).
+    pub file: Arc<str>,
+    /// 1-based line.
+    pub line: usize,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
+/// A problem with catalog content, located where possible.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Problem {
+    /// Where it is.
+    pub origin: Option<Origin>,
+    /// What is wrong, in a sentence.
+    pub message: String,
+}
+
+impl Problem {
+    /// A problem at `origin`.
+    pub fn at(origin: &Origin, message: impl Into<String>) -> Self {
+        Self { origin: Some(origin.clone()), message: message.into() }
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.origin {
+            Some(o) => write!(f, "{o}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+/// A blob as read, and where.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Blob {
+    /// The blob.
+    pub value: Value,
+    /// Where it was read.
+    pub origin: Origin,
+}
+
+/// An `olm.package` blob.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Package {
+    /// Package name.
+    pub name: String,
+    /// The channel installed when none is named.
+    pub default_channel: String,
+    /// Where it was read.
+    pub origin: Origin,
+}
+
+/// One entry of an `olm.channel`: a bundle and its upgrade edges.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChannelEntry {
+    /// Bundle name.
+    #[serde(default)]
+    pub name: String,
+    /// The bundle this one replaces.
+    #[serde(default)]
+    pub replaces: Option<String>,
+    /// Bundles this one skips.
+    #[serde(default)]
+    pub skips: Vec<String>,
+    /// Versions this one can upgrade from (blang range).
+    #[serde(default)]
+    pub skip_range: Option<String>,
+}
+
+/// An `olm.channel` blob.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Channel {
+    /// Channel name.
+    pub name: String,
+    /// Its package.
+    pub package: String,
+    /// Its entries.
+    pub entries: Vec<ChannelEntry>,
+    /// Where it was read.
+    pub origin: Origin,
+}
+
+/// An `olm.bundle` blob.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bundle {
+    /// Bundle name.
+    pub name: String,
+    /// Its package.
+    pub package: String,
+    /// Bundle image.
+    pub image: String,
+    /// Parsed properties.
+    pub properties: Vec<Property>,
+    /// The version of its `olm.package` property, when that parses.
+    pub version: Option<semver::Version>,
+    /// Where it was read.
+    pub origin: Origin,
+}
+
+impl Bundle {
+    /// Its `olm.package` properties (valid bundles have exactly one).
+    pub fn package_properties(&self) -> impl Iterator<Item = &super::property::PackageProperty> {
+        self.properties.iter().filter_map(|p| match p {
+            Property::Package(pp) => Some(pp),
+            _ => None,
+        })
+    }
+
+    /// GVKs it provides.
+    pub fn provided_gvks(&self) -> impl Iterator<Item = &Gvk> {
+        self.properties.iter().filter_map(|p| match p {
+            Property::Gvk(g) => Some(g),
+            _ => None,
+        })
+    }
+
+    /// GVKs it requires.
+    pub fn required_gvks(&self) -> impl Iterator<Item = &Gvk> {
+        self.properties.iter().filter_map(|p| match p {
+            Property::GvkRequired(g) => Some(g),
+            _ => None,
+        })
+    }
+
+    /// Packages it requires.
+    pub fn required_packages(&self) -> impl Iterator<Item = &PackageRequired> {
+        self.properties.iter().filter_map(|p| match p {
+            Property::PackageRequired(r) => Some(r),
+            _ => None,
+        })
+    }
+
+    /// Its `olm.bundle.mediatype`, if any.
+    pub fn mediatype(&self) -> Option<&str> {
+        self.properties.iter().find_map(|p| match p {
+            Property::BundleMediatype(m) => Some(m.as_str()),
+            _ => None,
+        })
+    }
+
+    /// Whether it carries its manifests inline (`olm.bundle.object`).
+    pub fn has_objects(&self) -> bool {
+        self.properties.iter().any(|p| matches!(p, Property::BundleObject))
+    }
+}
+
+/// One entry of an `olm.deprecations` blob.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeprecationEntry {
+    /// `olm.package`, `olm.channel` or `olm.bundle`.
+    pub schema: String,
+    /// The channel or bundle name (empty for the package).
+    pub name: String,
+    /// What to tell people.
+    pub message: String,
+}
+
+/// An `olm.deprecations` blob.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Deprecation {
+    /// Its package.
+    pub package: String,
+    /// Its entries.
+    pub entries: Vec<DeprecationEntry>,
+    /// Where it was read.
+    pub origin: Origin,
+}
+
+/// A whole catalog.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Fbc {
+    /// Every blob, in file-walk order: what is rendered and served.
+    pub blobs: Vec<Blob>,
+    /// Packages.
+    pub packages: Vec<Package>,
+    /// Channels.
+    pub channels: Vec<Channel>,
+    /// Bundles.
+    pub bundles: Vec<Bundle>,
+    /// Deprecations.
+    pub deprecations: Vec<Deprecation>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PackageDoc {
+    #[serde(default)]
+    default_channel: String,
+}
+
+#[derive(Deserialize)]
+struct ChannelDoc {
+    #[serde(default)]
+    entries: Vec<ChannelEntry>,
+}
+
+#[derive(Deserialize)]
+struct BundleDoc {
+    #[serde(default)]
+    image: String,
+    #[serde(default)]
+    properties: Value,
+}
+
+#[derive(Deserialize)]
+struct DeprecationsDoc {
+    #[serde(default)]
+    entries: Vec<DeprecationEntryDoc>,
+}
+
+#[derive(Deserialize)]
+struct DeprecationEntryDoc {
+    #[serde(default)]
+    reference: ReferenceDoc,
+    #[serde(default)]
+    message: String,
+}
+
+#[derive(Deserialize, Default)]
+struct ReferenceDoc {
+    #[serde(default)]
+    schema: String,
+    #[serde(default)]
+    name: String,
+}
+
+/// The `schema`, `package` and `name` of a blob. Keys match case-insensitively, as Go's JSON
+/// decoder matches them upstream; two keys that differ only in case are an error.
+fn meta_field<'a>(map: &'a serde_json::Map<String, Value>, key: &str) -> Result<Option<&'a str>, String> {
+    let mut found = None;
+    for (k, v) in map {
+        if k.eq_ignore_ascii_case(key) {
+            if found.is_some() {
+                return Err(format!("the blob has several keys named {key:?} that differ only in case"));
+            }
+            found = Some(v);
+        }
+    }
+    match found {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.as_str())),
+        Some(other) => Err(format!("{key:?} must be a string, not {other}")),
+    }
+}
+
+impl Fbc {
+    /// Builds the model from blobs read in file-walk order. Fails with every blob that is not
+    /// an object, has no schema, or does not fit its schema.
+    pub fn from_blobs(blobs: Vec<Blob>) -> Result<Self, Vec<Problem>> {
+        let mut fbc = Fbc::default();
+        let mut problems = Vec::new();
+        for blob in &blobs {
+            if let Err(message) = fbc.add(blob) {
+                problems.push(Problem::at(&blob.origin, message));
+            }
+        }
+        fbc.blobs = blobs;
+        if problems.is_empty() { Ok(fbc) } else { Err(problems) }
+    }
+
+    fn add(&mut self, blob: &Blob) -> Result<(), String> {
+        let Value::Object(map) = &blob.value else {
+            return Err("a catalog blob must be an object".into());
+        };
+        let schema = meta_field(map, "schema")?.unwrap_or_default();
+        let package = meta_field(map, "package")?.unwrap_or_default().to_owned();
+        let name = meta_field(map, "name")?.unwrap_or_default().to_owned();
+        let origin = blob.origin.clone();
+        let what = |e: serde_json::Error| format!("invalid {schema} {name:?}: {e}");
+        match schema {
+            "" => return Err("the blob has no \"schema\"".into()),
+            schemas::PACKAGE => {
+                let doc = PackageDoc::deserialize(&blob.value).map_err(what)?;
+                self.packages.push(Package { name, default_channel: doc.default_channel, origin });
+            }
+            schemas::CHANNEL => {
+                let doc = ChannelDoc::deserialize(&blob.value).map_err(what)?;
+                self.channels.push(Channel { name, package, entries: doc.entries, origin });
+            }
+            schemas::BUNDLE => {
+                let doc = BundleDoc::deserialize(&blob.value).map_err(what)?;
+                let properties = parse_properties(&doc.properties)
+                    .map_err(|e| format!("bundle {name:?}: {e}"))?;
+                let mut bundle =
+                    Bundle { name, package, image: doc.image, properties, version: None, origin };
+                let version =
+                    bundle.package_properties().next().and_then(|p| crate::range::parse_bundle_version(&p.version).ok());
+                bundle.version = version;
+                self.bundles.push(bundle);
+            }
+            schemas::DEPRECATIONS => {
+                let doc = DeprecationsDoc::deserialize(&blob.value).map_err(what)?;
+                let entries = doc
+                    .entries
+                    .into_iter()
+                    .map(|e| DeprecationEntry {
+                        schema: e.reference.schema,
+                        name: e.reference.name,
+                        message: e.message,
+                    })
+                    .collect();
+                self.deprecations.push(Deprecation { package, entries, origin });
+            }
+            // Other schemas are kept as blobs only, and served unchanged.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The canonical JSON-lines rendering (what catalogd serves as all.json).
+    pub fn render(&self) -> Vec<u8> {
+        canonical::render(self.blobs.iter().map(|b| &b.value))
+    }
+
+    /// sha256 (hex) of [`Fbc::render`].
+    pub fn content_hash(&self) -> String {
+        canonical::sha256_hex(&self.render())
+    }
+
+    /// Appends another catalog's blobs (for catalogs assembled from several sources).
+    pub fn extend(&mut self, other: Fbc) {
+        self.blobs.extend(other.blobs);
+        self.packages.extend(other.packages);
+        self.channels.extend(other.channels);
+        self.bundles.extend(other.bundles);
+        self.deprecations.extend(other.deprecations);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn blob(value: Value, line: usize) -> Blob {
+        Blob { value, origin: Origin { file: "c.yaml".into(), line } }
+    }
+
+    #[test]
+    fn schemas_are_typed_and_unknown_ones_kept() {
+        let fbc = Fbc::from_blobs(vec![
+            blob(json!({"schema": "olm.package", "name": "foo", "defaultChannel": "stable"}), 1),
+            blob(json!({"schema": "olm.channel", "package": "foo", "name": "stable",
+                        "entries": [{"name": "foo.v1", "skips": ["foo.v0"], "skipRange": "<1.0.0"}]}), 5),
+            blob(json!({"schema": "olm.bundle", "package": "foo", "name": "foo.v1", "image": "i",
+                        "properties": [{"type": "olm.package", "value": {"packageName": "foo", "version": "1.0.0"}}]}), 9),
+            blob(json!({"schema": "olm.deprecations", "package": "foo",
+                        "entries": [{"reference": {"schema": "olm.bundle", "name": "foo.v1"}, "message": "old"}]}), 20),
+            blob(json!({"schema": "acme.custom", "anything": [1, 2]}), 30),
+        ])
+        .unwrap();
+        assert_eq!(fbc.packages[0].default_channel, "stable");
+        assert_eq!(fbc.channels[0].entries[0].skips, vec!["foo.v0"]);
+        assert_eq!(fbc.channels[0].entries[0].skip_range.as_deref(), Some("<1.0.0"));
+        assert_eq!(fbc.bundles[0].version, Some(semver::Version::new(1, 0, 0)));
+        assert_eq!(fbc.deprecations[0].entries[0].message, "old");
+        assert_eq!(fbc.blobs.len(), 5);
+        assert!(String::from_utf8(fbc.render()).unwrap().ends_with("{\"anything\":[1,2],\"schema\":\"acme.custom\"}\n"));
+    }
+
+    #[test]
+    fn meta_keys_match_case_insensitively_but_not_twice() {
+        let fbc = Fbc::from_blobs(vec![blob(json!({"Schema": "olm.package", "NAME": "foo"}), 1)]).unwrap();
+        assert_eq!(fbc.packages[0].name, "foo");
+        let err = Fbc::from_blobs(vec![blob(json!({"schema": "olm.package", "Schema": "x"}), 3)]).unwrap_err();
+        assert_eq!(err[0].to_string(), "c.yaml:3: the blob has several keys named \"schema\" that differ only in case");
+    }
+
+    #[test]
+    fn every_malformed_blob_is_reported_with_its_line() {
+        let err = Fbc::from_blobs(vec![
+            blob(json!({"name": "x"}), 1),
+            blob(json!([1]), 4),
+            blob(json!({"schema": "olm.channel", "name": "c", "entries": "nope"}), 7),
+        ])
+        .unwrap_err();
+        let lines: Vec<String> = err.iter().map(|p| p.to_string()).collect();
+        assert_eq!(lines[0], "c.yaml:1: the blob has no \"schema\"");
+        assert_eq!(lines[1], "c.yaml:4: a catalog blob must be an object");
+        assert!(lines[2].starts_with("c.yaml:7: invalid olm.channel \"c\""), "{}", lines[2]);
+    }
+}
