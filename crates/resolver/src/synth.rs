@@ -130,7 +130,7 @@ pub fn generate(config: &SynthConfig) -> Vec<u8> {
                 format!(r#"{{"type":"olm.gvk","value":{{"group":"{pkg}.example.com","kind":"Widget","version":"v1"}}}}"#),
                 format!(r#"{{"type":"olm.gvk","value":{{"group":"{pkg}.example.com","kind":"Gadget","version":"v1alpha1"}}}}"#),
             ];
-            if p > 0 && bundle_no % config.dependency_every.max(1) == 0 {
+            if p > 0 && bundle_no.is_multiple_of(config.dependency_every.max(1)) {
                 let dep = package_name(rng.below(p));
                 props.push(format!(r#"{{"type":"olm.package.required","value":{{"packageName":"{dep}","versionRange":">=1.0.0"}}}}"#));
                 if rng.below(2) == 0 {

@@ -113,7 +113,7 @@ fn under_enforce_only_successors_by_replaces_skips_or_skip_range_are_chosen() {
     // From 1.0.0: 1.1.0 (replaces) and 1.3.0 (skips) are successors; 1.2.0 and 2.0.0 are not
     // (2.0.0's skipRange starts at 1.1.0).
     let below_2 = Request { version: Some("<2.0.0".into()), ..req("foo") };
-    assert_eq!(resolve_names(&c, &[below_2.clone()], &installed("foo.v1.0.0")), ["foo.v1.3.0@community"]);
+    assert_eq!(resolve_names(&c, std::slice::from_ref(&below_2), &installed("foo.v1.0.0")), ["foo.v1.3.0@community"]);
     let below_13 = Request { version: Some("<1.3.0".into()), ..req("foo") };
     assert_eq!(resolve_names(&c, &[below_13], &installed("foo.v1.0.0")), ["foo.v1.1.0@community"]);
     assert_eq!(resolve_names(&c, &[req("foo")], &installed("foo.v1.0.0")), ["foo.v1.3.0@community"]);
@@ -297,10 +297,10 @@ fn an_invalid_version_range_is_an_invalid_request() {
 
 #[test]
 fn the_real_rabbitmq_catalogs_resolve_jointly_and_alloydb_does_not() {
-    let dir = std::path::PathBuf::from(std::env::var_os("OLM_FBC_SAMPLES").map(std::path::PathBuf::from).unwrap_or_else(|| {
-        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fbc-samples")
-    }))
-    .join("real");
+    let dir = std::env::var_os("OLM_FBC_SAMPLES")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fbc-samples"))
+        .join("real");
     let fbc = olm_resolver::fbc::load_path(&dir).unwrap();
     let c = [CatalogInput { name: "real".into(), priority: 0, labels: BTreeMap::new(), fbc: Arc::new(fbc) }];
     let names = resolve_names(&c, &[req("rabbitmq-messaging-topology-operator"), req("rabbitmq-cluster-operator")], &[]);

@@ -169,11 +169,10 @@ impl Validator {
                 .filter(|(_, names)| names.len() > 1)
                 .map(|(v, names)| format!("{{{v}: [{}]}}", names.iter().copied().collect::<Vec<_>>().join(", ")))
                 .collect();
-            if !dups.is_empty() {
-                if let Some(origin) = packages.get(package) {
+            if !dups.is_empty()
+                && let Some(origin) = packages.get(package) {
                     self.at(origin, format!("package {package:?}: duplicate versions found in bundles: [{}]", dups.join(" ")));
                 }
-            }
         }
         index
     }
@@ -233,11 +232,10 @@ impl Validator {
                     self.at(o, format!("{prefix}: entry {:?}: skip[{i}] is empty", e.name));
                 }
             }
-            if let Some(r) = &e.skip_range {
-                if let Err(err) = blang::Range::parse(r) {
+            if let Some(r) = &e.skip_range
+                && let Err(err) = blang::Range::parse(r) {
                     self.at(o, format!("{prefix}: entry {:?} has an invalid skipRange {r:?}: {err}", e.name));
                 }
-            }
         }
         // Heads: entries no other entry replaces or skips.
         let mut incoming: HashSet<&str> = HashSet::new();

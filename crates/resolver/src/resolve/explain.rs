@@ -180,12 +180,11 @@ pub(crate) fn conflict(solver: &mut Solver<Provider<'_>>, requests: &[Compiled],
         explained |= complete;
         sentences.extend(lines);
     }
-    if !explained {
-        if let Some(c) = last_conflict {
+    if !explained
+        && let Some(c) = last_conflict {
             let detail = c.display_user_friendly(solver).to_string();
             sentences.push(format!("The solver's account of the conflict: {}", detail.split_whitespace().collect::<Vec<_>>().join(" ")));
         }
-    }
     sentences
 }
 

@@ -108,11 +108,10 @@ pub fn resolve(index: &Index, requests: &[Request], installed: &[Installed]) -> 
                 c.request.package_name
             )]));
         };
-        if let Some(sentence) = explain::tie(index, &compiled, e) {
-            if !ties.contains(&sentence) {
+        if let Some(sentence) = explain::tie(index, &compiled, e)
+            && !ties.contains(&sentence) {
                 ties.push(sentence);
             }
-        }
         let entry = &index.entries[e];
         resolved.push(Resolved {
             request: i,

@@ -118,26 +118,22 @@ impl Compiled {
         if entry.package != r.package_name {
             return Some(Filter::Package);
         }
-        if let Some(sel) = &r.catalog_selector {
-            if !sel.matches(&index.catalogs[entry.catalog].labels) {
+        if let Some(sel) = &r.catalog_selector
+            && !sel.matches(&index.catalogs[entry.catalog].labels) {
                 return Some(Filter::Catalog);
             }
-        }
-        if let Some(ch) = &r.channel {
-            if !entry.in_channel(ch) {
+        if let Some(ch) = &r.channel
+            && !entry.in_channel(ch) {
                 return Some(Filter::Channel);
             }
-        }
-        if let Some(c) = &self.constraint {
-            if !c.matches(&entry.version) {
+        if let Some(c) = &self.constraint
+            && !c.matches(&entry.version) {
                 return Some(Filter::Version);
             }
-        }
-        if let Some((name, version)) = &self.from {
-            if entry.name != *name && !entry.is_successor_of(name, version.as_ref(), r.channel.as_deref()) {
+        if let Some((name, version)) = &self.from
+            && entry.name != *name && !entry.is_successor_of(name, version.as_ref(), r.channel.as_deref()) {
                 return Some(Filter::UpgradeEdge);
             }
-        }
         None
     }
 
