@@ -33,19 +33,36 @@ fn requests(n: usize, packages: usize) -> Vec<Request> {
 }
 
 fn input(fbc: Fbc) -> Vec<CatalogInput> {
-    vec![CatalogInput { name: "synthetic".into(), priority: 0, labels: BTreeMap::new(), fbc: Arc::new(fbc) }]
+    vec![CatalogInput {
+        name: "synthetic".into(),
+        priority: 0,
+        labels: BTreeMap::new(),
+        fbc: Arc::new(fbc),
+    }]
 }
 
 fn benches(c: &mut Criterion) {
     let (bytes, fbc) = catalog();
-    println!("synthetic catalog: {} bytes, {} packages, {} bundles", bytes.len(), fbc.packages.len(), fbc.bundles.len());
+    println!(
+        "synthetic catalog: {} bytes, {} packages, {} bundles",
+        bytes.len(),
+        fbc.packages.len(),
+        fbc.bundles.len()
+    );
 
     let mut g = c.benchmark_group("catalog");
     g.sample_size(10).measurement_time(Duration::from_secs(10));
     g.throughput(Throughput::Bytes(bytes.len() as u64));
-    g.bench_function("parse", |b| b.iter(|| load_files([("synth.json", black_box(&bytes))]).unwrap()));
+    g.bench_function("decode_json_only", |b| {
+        b.iter(|| olm_resolver::fbc::decode::decode(black_box(&bytes)).unwrap())
+    });
+    g.bench_function("parse", |b| {
+        b.iter(|| load_files([("synth.json", black_box(&bytes))]).unwrap())
+    });
     g.bench_function("validate", |b| b.iter(|| validate(black_box(&fbc))));
-    g.bench_function("render_and_hash", |b| b.iter(|| black_box(&fbc).content_hash()));
+    g.bench_function("render_and_hash", |b| {
+        b.iter(|| black_box(&fbc).content_hash())
+    });
     g.finish();
 
     let catalogs = input(fbc.clone());
@@ -56,7 +73,9 @@ fn benches(c: &mut Criterion) {
     for n in [1, 50, 500] {
         let reqs = requests(n, fbc.packages.len());
         assert_eq!(resolve(&index, &reqs, &[]).unwrap().len(), n);
-        g.bench_function(format!("requests_{n}"), |b| b.iter(|| resolve(black_box(&index), &reqs, &[]).unwrap()));
+        g.bench_function(format!("requests_{n}"), |b| {
+            b.iter(|| resolve(black_box(&index), &reqs, &[]).unwrap())
+        });
     }
     // One new bundle at the head of package 0's stable channel: rebuild the index, resolve 50.
     let mut grown = fbc.clone();

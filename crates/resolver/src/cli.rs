@@ -27,16 +27,25 @@ pub struct Output {
     pub stderr: String,
 }
 
-const USAGE: &str = "usage: olm-resolve PROBLEM.yaml | olm-resolve validate DIR | olm-resolve render DIR";
+const USAGE: &str =
+    "usage: olm-resolve PROBLEM.yaml | olm-resolve validate DIR | olm-resolve render DIR";
 
 /// Runs the command line (without the program name).
 pub fn run(args: &[String]) -> Output {
     match args {
         [cmd, dir] if cmd == "validate" => validate(Path::new(dir)),
         [cmd, dir] if cmd == "render" => render(Path::new(dir)),
-        [flag] if flag == "-h" || flag == "--help" => Output { code: 0, stdout: format!("{USAGE}\n").into_bytes(), ..Default::default() },
+        [flag] if flag == "-h" || flag == "--help" => Output {
+            code: 0,
+            stdout: format!("{USAGE}\n").into_bytes(),
+            ..Default::default()
+        },
         [problem] if !problem.starts_with('-') => solve(Path::new(problem)),
-        _ => Output { code: 2, stderr: format!("{USAGE}\n"), ..Default::default() },
+        _ => Output {
+            code: 2,
+            stderr: format!("{USAGE}\n"),
+            ..Default::default()
+        },
     }
 }
 
@@ -46,14 +55,22 @@ fn problems_output(code: i32, problems: &[Problem]) -> Output {
         stderr.push_str(&p.to_string());
         stderr.push('\n');
     }
-    Output { code, stderr, ..Default::default() }
+    Output {
+        code,
+        stderr,
+        ..Default::default()
+    }
 }
 
 /// Loads and validates a catalog, returning every problem of either step.
 pub fn load_valid(path: &Path) -> Result<Fbc, Vec<Problem>> {
     let fbc = fbc::load_path(path)?;
     let problems = fbc::validate::validate(&fbc);
-    if problems.is_empty() { Ok(fbc) } else { Err(problems) }
+    if problems.is_empty() {
+        Ok(fbc)
+    } else {
+        Err(problems)
+    }
 }
 
 fn validate(dir: &Path) -> Output {
@@ -76,7 +93,11 @@ fn validate(dir: &Path) -> Output {
 
 fn render(dir: &Path) -> Output {
     match fbc::load_path(dir) {
-        Ok(fbc) => Output { code: 0, stdout: fbc.render(), ..Default::default() },
+        Ok(fbc) => Output {
+            code: 0,
+            stdout: fbc.render(),
+            ..Default::default()
+        },
         Err(problems) => problems_output(1, &problems),
     }
 }
@@ -105,7 +126,10 @@ struct CatalogSpec {
 
 fn bad_input(file: &Path, line: Option<usize>, message: impl Into<String>) -> Problem {
     Problem {
-        origin: line.map(|line| fbc::Origin { file: Arc::from(file.display().to_string()), line }),
+        origin: line.map(|line| fbc::Origin {
+            file: Arc::from(file.display().to_string()),
+            line,
+        }),
         message: match line {
             Some(_) => message.into(),
             None => format!("{}: {}", file.display(), message.into()),
@@ -115,12 +139,17 @@ fn bad_input(file: &Path, line: Option<usize>, message: impl Into<String>) -> Pr
 
 /// Reads the problem file and every catalog it names.
 fn load_problem(path: &Path) -> Result<(Vec<CatalogInput>, ProblemFile), Vec<Problem>> {
-    let text = std::fs::read_to_string(path).map_err(|e| vec![bad_input(path, None, e.to_string())])?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| vec![bad_input(path, None, e.to_string())])?;
     let problem: ProblemFile = serde_saphyr::from_str(&text).map_err(|e| {
         let line = e.location().map(|l| l.line() as usize);
         let message = e.to_string();
         let first = message.lines().next().unwrap_or_default();
-        vec![bad_input(path, Some(line.unwrap_or(1)), first.rsplit_once(" at line ").map_or(first, |(m, _)| m))]
+        vec![bad_input(
+            path,
+            Some(line.unwrap_or(1)),
+            first.rsplit_once(" at line ").map_or(first, |(m, _)| m),
+        )]
     })?;
     let base = path.parent().unwrap_or(Path::new("."));
     let mut catalogs = Vec::new();
@@ -128,7 +157,11 @@ fn load_problem(path: &Path) -> Result<(Vec<CatalogInput>, ProblemFile), Vec<Pro
     let mut names = HashSet::new();
     for c in &problem.catalogs {
         if !names.insert(c.name.clone()) {
-            problems.push(bad_input(path, None, format!("catalog {:?} is listed twice", c.name)));
+            problems.push(bad_input(
+                path,
+                None,
+                format!("catalog {:?} is listed twice", c.name),
+            ));
             continue;
         }
         match load_valid(&base.join(&c.path)) {
@@ -144,7 +177,11 @@ fn load_problem(path: &Path) -> Result<(Vec<CatalogInput>, ProblemFile), Vec<Pro
     if problem.operators.is_empty() {
         problems.push(bad_input(path, None, "no operators are requested"));
     }
-    if problems.is_empty() { Ok((catalogs, problem)) } else { Err(problems) }
+    if problems.is_empty() {
+        Ok((catalogs, problem))
+    } else {
+        Err(problems)
+    }
 }
 
 fn solve(path: &Path) -> Output {
@@ -157,11 +194,18 @@ fn solve(path: &Path) -> Output {
         Ok(mut bundles) => {
             bundles.sort_by(|a, b| a.package.cmp(&b.package).then(a.request.cmp(&b.request)));
             let json = serde_json::json!({ "bundles": bundles });
-            Output { code: 0, stdout: format!("{json}\n").into_bytes(), ..Default::default() }
+            Output {
+                code: 0,
+                stdout: format!("{json}\n").into_bytes(),
+                ..Default::default()
+            }
         }
         Err(ResolveError::InvalidRequest(errors)) => Output {
             code: 2,
-            stderr: errors.iter().map(|e| format!("{}: {e}\n", path.display())).collect(),
+            stderr: errors
+                .iter()
+                .map(|e| format!("{}: {e}\n", path.display()))
+                .collect(),
             ..Default::default()
         },
         Err(err) => {

@@ -27,7 +27,14 @@ pub struct SynthConfig {
 
 impl Default for SynthConfig {
     fn default() -> Self {
-        Self { packages: 300, bundles: 5_000, description_bytes: 3_900, dependency_every: 10, max_skips: 90, seed: 42 }
+        Self {
+            packages: 300,
+            bundles: 5_000,
+            description_bytes: 3_900,
+            dependency_every: 10,
+            max_skips: 90,
+            seed: 42,
+        }
     }
 }
 
@@ -44,7 +51,11 @@ impl Rng {
     }
 
     fn below(&mut self, n: usize) -> usize {
-        if n == 0 { 0 } else { (self.next() % n as u64) as usize }
+        if n == 0 {
+            0
+        } else {
+            (self.next() % n as u64) as usize
+        }
     }
 }
 
@@ -59,18 +70,50 @@ fn version(j: usize) -> String {
 }
 
 const WORDS: &[&str] = &[
-    "operator", "manages", "the", "lifecycle", "of", "clusters", "with", "automated", "upgrades", "backups",
-    "monitoring", "and", "scaling", "for", "production", "workloads", "on", "Kubernetes", "using", "custom",
-    "resources", "that", "describe", "desired", "state", "reconciled", "continuously", "by", "a", "controller",
+    "operator",
+    "manages",
+    "the",
+    "lifecycle",
+    "of",
+    "clusters",
+    "with",
+    "automated",
+    "upgrades",
+    "backups",
+    "monitoring",
+    "and",
+    "scaling",
+    "for",
+    "production",
+    "workloads",
+    "on",
+    "Kubernetes",
+    "using",
+    "custom",
+    "resources",
+    "that",
+    "describe",
+    "desired",
+    "state",
+    "reconciled",
+    "continuously",
+    "by",
+    "a",
+    "controller",
 ];
 
 /// Bundle counts per package: uneven (a few long histories, many short ones), summing to
 /// `total`, each at least 1.
 fn bundle_counts(rng: &mut Rng, packages: usize, total: usize) -> Vec<usize> {
-    let weights: Vec<u64> = (0..packages).map(|_| 1 + (rng.next() % 100).pow(2) / 100).collect();
+    let weights: Vec<u64> = (0..packages)
+        .map(|_| 1 + (rng.next() % 100).pow(2) / 100)
+        .collect();
     let sum: u64 = weights.iter().sum();
     let spare = total.saturating_sub(packages);
-    let mut counts: Vec<usize> = weights.iter().map(|w| 1 + (spare as u64 * w / sum.max(1)) as usize).collect();
+    let mut counts: Vec<usize> = weights
+        .iter()
+        .map(|w| 1 + (spare as u64 * w / sum.max(1)) as usize)
+        .collect();
     let mut assigned: usize = counts.iter().sum();
     let mut i = 0;
     while assigned < total && packages > 0 {
@@ -90,12 +133,16 @@ pub fn generate(config: &SynthConfig) -> Vec<u8> {
     let mut bundle_no = 0usize;
     for (p, &count) in counts.iter().enumerate() {
         let pkg = package_name(p);
-        let icon: String = (0..1_500).map(|i| WORDS[i % WORDS.len()].chars().next().unwrap_or('A')).collect();
+        let icon: String = (0..1_500)
+            .map(|i| WORDS[i % WORDS.len()].chars().next().unwrap_or('A'))
+            .collect();
         let _ = writeln!(
             out,
             r#"{{"schema":"olm.package","name":"{pkg}","defaultChannel":"stable","icon":{{"base64data":"{icon}","mediatype":"image/svg+xml"}},"description":"{pkg} for benchmarks"}}"#
         );
-        let names: Vec<String> = (0..count).map(|j| format!("{pkg}.v{}", version(j))).collect();
+        let names: Vec<String> = (0..count)
+            .map(|j| format!("{pkg}.v{}", version(j)))
+            .collect();
         let mut entries = Vec::new();
         for j in 0..count {
             let mut e = format!(r#"{{"name":"{}""#, names[j]);
@@ -103,7 +150,12 @@ pub fn generate(config: &SynthConfig) -> Vec<u8> {
                 let _ = write!(e, r#","replaces":"{}""#, names[j - 1]);
             }
             if j % 5 == 4 {
-                let _ = write!(e, r#","skipRange":">={} <{}""#, version(j.saturating_sub(4)), version(j));
+                let _ = write!(
+                    e,
+                    r#","skipRange":">={} <{}""#,
+                    version(j.saturating_sub(4)),
+                    version(j)
+                );
             }
             if j + 1 == count && rng.below(4) == 0 {
                 // A long skips list of pruned bundles, as real catalogs carry.
@@ -114,21 +166,46 @@ pub fn generate(config: &SynthConfig) -> Vec<u8> {
             e.push('}');
             entries.push(e);
         }
-        let _ = writeln!(out, r#"{{"schema":"olm.channel","package":"{pkg}","name":"stable","entries":[{}]}}"#, entries.join(","));
+        let _ = writeln!(
+            out,
+            r#"{{"schema":"olm.channel","package":"{pkg}","name":"stable","entries":[{}]}}"#,
+            entries.join(",")
+        );
         let tail = entries.len().saturating_sub(3);
         let fast: Vec<String> = entries[tail..]
             .iter()
             .enumerate()
-            .map(|(k, e)| if k == 0 { e.split(r#","replaces""#).next().unwrap_or(e).trim_end_matches('}').to_owned() + "}" } else { e.clone() })
+            .map(|(k, e)| {
+                if k == 0 {
+                    e.split(r#","replaces""#)
+                        .next()
+                        .unwrap_or(e)
+                        .trim_end_matches('}')
+                        .to_owned()
+                        + "}"
+                } else {
+                    e.clone()
+                }
+            })
             .collect();
-        let _ = writeln!(out, r#"{{"schema":"olm.channel","package":"{pkg}","name":"fast","entries":[{}]}}"#, fast.join(","));
+        let _ = writeln!(
+            out,
+            r#"{{"schema":"olm.channel","package":"{pkg}","name":"fast","entries":[{}]}}"#,
+            fast.join(",")
+        );
         for (j, name) in names.iter().enumerate() {
             bundle_no += 1;
             let v = version(j);
             let mut props = vec![
-                format!(r#"{{"type":"olm.package","value":{{"packageName":"{pkg}","version":"{v}"}}}}"#),
-                format!(r#"{{"type":"olm.gvk","value":{{"group":"{pkg}.example.com","kind":"Widget","version":"v1"}}}}"#),
-                format!(r#"{{"type":"olm.gvk","value":{{"group":"{pkg}.example.com","kind":"Gadget","version":"v1alpha1"}}}}"#),
+                format!(
+                    r#"{{"type":"olm.package","value":{{"packageName":"{pkg}","version":"{v}"}}}}"#
+                ),
+                format!(
+                    r#"{{"type":"olm.gvk","value":{{"group":"{pkg}.example.com","kind":"Widget","version":"v1"}}}}"#
+                ),
+                format!(
+                    r#"{{"type":"olm.gvk","value":{{"group":"{pkg}.example.com","kind":"Gadget","version":"v1alpha1"}}}}"#
+                ),
             ];
             if p > 0 && bundle_no.is_multiple_of(config.dependency_every.max(1)) {
                 let dep = package_name(rng.below(p));
@@ -165,13 +242,22 @@ mod tests {
 
     #[test]
     fn a_small_synthetic_catalog_is_valid() {
-        let config = SynthConfig { packages: 12, bundles: 120, description_bytes: 200, ..Default::default() };
+        let config = SynthConfig {
+            packages: 12,
+            bundles: 120,
+            description_bytes: 200,
+            ..Default::default()
+        };
         let bytes = generate(&config);
         let fbc = crate::fbc::load_files([("synth.json", &bytes)]).unwrap();
         assert_eq!(fbc.packages.len(), 12);
         assert_eq!(fbc.bundles.len(), 120);
         let problems = crate::fbc::validate::validate(&fbc);
         assert!(problems.is_empty(), "{problems:#?}");
-        assert!(fbc.bundles.iter().any(|b| b.required_packages().next().is_some()));
+        assert!(
+            fbc.bundles
+                .iter()
+                .any(|b| b.required_packages().next().is_some())
+        );
     }
 }

@@ -34,8 +34,15 @@ properties:
 "#;
 
 fn olm_resolve(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_olm-resolve")).args(args).output().unwrap();
-    (out.status.code().unwrap(), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+    let out = Command::new(env!("CARGO_BIN_EXE_olm-resolve"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
 }
 
 fn setup(problem: &str) -> tempfile::TempDir {
@@ -65,13 +72,25 @@ fn a_solvable_problem_prints_the_bundles_as_json() {
 
 #[test]
 fn an_unsatisfiable_problem_exits_1_with_sentences() {
-    let dir = setup("catalogs:\n- name: community\n  path: catalogs/community\noperators:\n- packageName: foo\n  version: \">=1.1.0\"\n");
+    let dir = setup(
+        "catalogs:\n- name: community\n  path: catalogs/community\noperators:\n- packageName: foo\n  version: \">=1.1.0\"\n",
+    );
     let (code, stdout, stderr) = olm_resolve(&[&path(&dir, "problem.yaml")]);
     assert_eq!(code, 1);
     let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(json["error"], "unsatisfiable");
-    let sentences: Vec<&str> = json["explanation"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
-    assert!(sentences.iter().any(|s| s.contains("no request asks for \"bar\"")), "{sentences:#?}");
+    let sentences: Vec<&str> = json["explanation"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert!(
+        sentences
+            .iter()
+            .any(|s| s.contains("no request asks for \"bar\"")),
+        "{sentences:#?}"
+    );
     for s in sentences {
         assert!(stderr.contains(s));
     }
@@ -79,7 +98,9 @@ fn an_unsatisfiable_problem_exits_1_with_sentences() {
 
 #[test]
 fn an_invalid_problem_exits_2_with_file_and_line() {
-    let dir = setup("catalogs:\n- name: community\n  path: catalogs/community\noperators:\n- packageName: foo\n  colour: blue\n");
+    let dir = setup(
+        "catalogs:\n- name: community\n  path: catalogs/community\noperators:\n- packageName: foo\n  colour: blue\n",
+    );
     let (code, _, stderr) = olm_resolve(&[&path(&dir, "problem.yaml")]);
     assert_eq!(code, 2);
     assert!(stderr.contains("problem.yaml:"), "{stderr}");
@@ -88,8 +109,12 @@ fn an_invalid_problem_exits_2_with_file_and_line() {
 
 #[test]
 fn an_invalid_catalog_exits_2_with_every_problem() {
-    let dir = setup("catalogs:\n- name: community\n  path: catalogs/community\noperators:\n- packageName: foo\n");
-    let broken = CATALOG.replace("defaultChannel: stable", "defaultChannel: beta").replace("version: 1.0.0}", "version: one}");
+    let dir = setup(
+        "catalogs:\n- name: community\n  path: catalogs/community\noperators:\n- packageName: foo\n",
+    );
+    let broken = CATALOG
+        .replace("defaultChannel: stable", "defaultChannel: beta")
+        .replace("version: 1.0.0}", "version: one}");
     std::fs::write(dir.path().join("catalogs/community/foo.yaml"), broken).unwrap();
     let (code, _, stderr) = olm_resolve(&[&path(&dir, "problem.yaml")]);
     assert_eq!(code, 2);
@@ -103,12 +128,21 @@ fn validate_and_render() {
     let catalog = path(&dir, "catalogs/community");
     let (code, stdout, _) = olm_resolve(&["validate", &catalog]);
     assert_eq!(code, 0);
-    assert!(stdout.contains("1 packages, 1 channels, 2 bundles"), "{stdout}");
+    assert!(
+        stdout.contains("1 packages, 1 channels, 2 bundles"),
+        "{stdout}"
+    );
     let (code, stdout, _) = olm_resolve(&["render", &catalog]);
     assert_eq!(code, 0);
     assert_eq!(stdout.lines().count(), 4);
-    assert!(stdout.starts_with("{\"defaultChannel\":\"stable\",\"name\":\"foo\",\"schema\":\"olm.package\"}\n"));
-    std::fs::write(Path::new(&catalog).join("bad.json"), "{\"schema\": \"olm.bundle\", \"name\": 3}").unwrap();
+    assert!(stdout.starts_with(
+        "{\"defaultChannel\":\"stable\",\"name\":\"foo\",\"schema\":\"olm.package\"}\n"
+    ));
+    std::fs::write(
+        Path::new(&catalog).join("bad.json"),
+        "{\"schema\": \"olm.bundle\", \"name\": 3}",
+    )
+    .unwrap();
     let (code, _, stderr) = olm_resolve(&["validate", &catalog]);
     assert_eq!(code, 1);
     assert!(stderr.contains("bad.json:1:"), "{stderr}");

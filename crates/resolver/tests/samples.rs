@@ -9,10 +9,16 @@ use olm_resolver::cli::load_valid;
 use olm_resolver::fbc::{load_files, load_path, validate::validate};
 
 fn samples() -> PathBuf {
-    let dir = std::env::var_os("OLM_FBC_SAMPLES").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fbc-samples")
-    });
-    assert!(dir.is_dir(), "FBC samples not found at {} (set OLM_FBC_SAMPLES)", dir.display());
+    let dir = std::env::var_os("OLM_FBC_SAMPLES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fbc-samples")
+        });
+    assert!(
+        dir.is_dir(),
+        "FBC samples not found at {} (set OLM_FBC_SAMPLES)",
+        dir.display()
+    );
     dir
 }
 
@@ -21,7 +27,10 @@ fn render_reproduces_upstream_catalogd_all_json_byte_for_byte() {
     let dir = samples().join("catalogd-test-catalog");
     let fbc = load_path(&dir.join("catalog.yaml")).unwrap();
     let expected = std::fs::read(dir.join("expected_all.json")).unwrap();
-    assert_eq!(String::from_utf8(fbc.render()).unwrap(), String::from_utf8(expected).unwrap());
+    assert_eq!(
+        String::from_utf8(fbc.render()).unwrap(),
+        String::from_utf8(expected).unwrap()
+    );
 }
 
 #[test]
@@ -45,7 +54,11 @@ fn every_sample_is_valid() {
             Err(problems) => panic!(
                 "{} is invalid:\n{}",
                 dir.display(),
-                problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")
+                problems
+                    .iter()
+                    .map(|p| p.to_string())
+                    .collect::<Vec<_>>()
+                    .join("\n")
             ),
         }
     }
@@ -85,18 +98,41 @@ fn a_broken_copy_gets_one_message_per_problem() {
     let broken = good
         .replacen("defaultChannel: beta", "defaultChannel: gamma", 1)
         .replacen("version: 0.1.0", "version: zero.one", 1)
-        .replacen("- name: foo.v0.1.0", "- name: foo.v0.0.9\n  - name: foo.v0.1.0\n    replaces: foo.v0.0.9", 1);
+        .replacen(
+            "- name: foo.v0.1.0",
+            "- name: foo.v0.0.9\n  - name: foo.v0.1.0\n    replaces: foo.v0.0.9",
+            1,
+        );
     let problems = problems_of(&broken);
     assert_eq!(problems.len(), 3, "{problems:#?}");
-    assert!(problems.iter().any(|p| p.contains("default channel \"gamma\" of package \"foo\" not found")), "{problems:#?}");
-    assert!(problems.iter().any(|p| p.contains("has an invalid version \"zero.one\"")), "{problems:#?}");
-    assert!(problems.iter().any(|p| p.contains("entry \"foo.v0.0.9\" refers to no olm.bundle")), "{problems:#?}");
-    assert!(problems.iter().all(|p| p.starts_with("catalog.yaml:")), "{problems:#?}");
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("default channel \"gamma\" of package \"foo\" not found")),
+        "{problems:#?}"
+    );
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("has an invalid version \"zero.one\"")),
+        "{problems:#?}"
+    );
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("entry \"foo.v0.0.9\" refers to no olm.bundle")),
+        "{problems:#?}"
+    );
+    assert!(
+        problems.iter().all(|p| p.starts_with("catalog.yaml:")),
+        "{problems:#?}"
+    );
 }
 
 #[test]
 fn broken_yaml_is_reported_with_file_and_line() {
-    let problems = problems_of("---\nschema: olm.package\nname: foo\n---\nschema: olm.channel\nentries: [\n");
+    let problems =
+        problems_of("---\nschema: olm.package\nname: foo\n---\nschema: olm.channel\nentries: [\n");
     assert_eq!(problems.len(), 1, "{problems:#?}");
     assert!(problems[0].starts_with("catalog.yaml:"), "{problems:#?}");
 }

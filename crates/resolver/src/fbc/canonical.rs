@@ -83,7 +83,11 @@ fn write_string(s: &str, out: &mut Vec<u8>) {
                 && matches!(bytes.get(i + 2), Some(0xa8 | 0xa9)) =>
             {
                 out.extend_from_slice(&bytes[start..i]);
-                out.extend_from_slice(if bytes[i + 2] == 0xa8 { b"\\u2028" } else { b"\\u2029" });
+                out.extend_from_slice(if bytes[i + 2] == 0xa8 {
+                    b"\\u2028"
+                } else {
+                    b"\\u2029"
+                });
                 i += 3;
                 start = i;
                 continue;

@@ -42,13 +42,20 @@ struct LineCursor<'a> {
 
 impl<'a> LineCursor<'a> {
     fn new(bytes: &'a [u8]) -> Self {
-        Self { bytes, pos: 0, line: 1 }
+        Self {
+            bytes,
+            pos: 0,
+            line: 1,
+        }
     }
 
     fn line_at(&mut self, pos: usize) -> usize {
         let end = pos.min(self.bytes.len());
         if end > self.pos {
-            self.line += self.bytes[self.pos..end].iter().filter(|&&b| b == b'\n').count();
+            self.line += self.bytes[self.pos..end]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count();
             self.pos = end;
         }
         self.line
@@ -65,8 +72,15 @@ fn decode_json(bytes: &[u8]) -> Result<Vec<RawBlob>, DecodeError> {
             line: e.line().max(1),
             message: format!("invalid JSON: {}", strip_position(&e.to_string())),
         })?;
-        let begin = start + bytes[start..].iter().take_while(|b| b.is_ascii_whitespace()).count();
-        blobs.push(RawBlob { value, line: cursor.line_at(begin) });
+        let begin = start
+            + bytes[start..]
+                .iter()
+                .take_while(|b| b.is_ascii_whitespace())
+                .count();
+        blobs.push(RawBlob {
+            value,
+            line: cursor.line_at(begin),
+        });
         start = stream.byte_offset();
     }
     Ok(blobs)
@@ -78,7 +92,8 @@ fn strip_position(message: &str) -> &str {
 }
 
 fn is_separator(line: &str) -> bool {
-    line.strip_prefix("---").is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r', '\n']))
+    line.strip_prefix("---")
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r', '\n']))
 }
 
 fn is_blank_or_comment(line: &str) -> bool {
@@ -88,8 +103,14 @@ fn is_blank_or_comment(line: &str) -> bool {
 
 fn decode_yaml(bytes: &[u8]) -> Result<Vec<RawBlob>, DecodeError> {
     let text = std::str::from_utf8(bytes).map_err(|e| {
-        let line = 1 + bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count();
-        DecodeError { line, message: "the file is neither JSON nor UTF-8 YAML".into() }
+        let line = 1 + bytes[..e.valid_up_to()]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        DecodeError {
+            line,
+            message: "the file is neither JSON nor UTF-8 YAML".into(),
+        }
     })?;
     // (first line of the chunk, first line with content, byte range)
     let mut chunks: Vec<(usize, Option<usize>, usize, usize)> = Vec::new();
@@ -110,13 +131,23 @@ fn decode_yaml(bytes: &[u8]) -> Result<Vec<RawBlob>, DecodeError> {
     }
     let mut blobs = Vec::new();
     for (first_line, content_line, from, to) in chunks {
-        let Some(content_line) = content_line else { continue };
+        let Some(content_line) = content_line else {
+            continue;
+        };
         let value: Value = serde_saphyr::from_str(&text[from..to]).map_err(|e| {
-            let line = e.location().map_or(content_line, |l| first_line + l.line() as usize - 1);
-            DecodeError { line, message: format!("invalid YAML: {}", yaml_message(&e)) }
+            let line = e
+                .location()
+                .map_or(content_line, |l| first_line + l.line() as usize - 1);
+            DecodeError {
+                line,
+                message: format!("invalid YAML: {}", yaml_message(&e)),
+            }
         })?;
         if !value.is_null() {
-            blobs.push(RawBlob { value, line: content_line });
+            blobs.push(RawBlob {
+                value,
+                line: content_line,
+            });
         }
     }
     Ok(blobs)
@@ -126,7 +157,10 @@ fn decode_yaml(bytes: &[u8]) -> Result<Vec<RawBlob>, DecodeError> {
 fn yaml_message(e: &serde_saphyr::Error) -> String {
     let text = e.to_string();
     let first = text.lines().next().unwrap_or_default();
-    first.rsplit_once(" at line ").map_or(first, |(m, _)| m).to_owned()
+    first
+        .rsplit_once(" at line ")
+        .map_or(first, |(m, _)| m)
+        .to_owned()
 }
 
 #[cfg(test)]
@@ -140,9 +174,18 @@ mod tests {
         assert_eq!(
             blobs,
             vec![
-                RawBlob { value: json!({"a": 1}), line: 2 },
-                RawBlob { value: json!({"b": 2}), line: 4 },
-                RawBlob { value: json!({"c": 3}), line: 5 },
+                RawBlob {
+                    value: json!({"a": 1}),
+                    line: 2
+                },
+                RawBlob {
+                    value: json!({"b": 2}),
+                    line: 4
+                },
+                RawBlob {
+                    value: json!({"c": 3}),
+                    line: 5
+                },
             ]
         );
     }
@@ -156,13 +199,20 @@ mod tests {
 
     #[test]
     fn yaml_documents_are_split_on_separators_and_empty_ones_skipped() {
-        let text = "# header\n---\nschema: a\nname: x\n---\n# only a comment\n---\n\nschema: b\n...\n";
+        let text =
+            "# header\n---\nschema: a\nname: x\n---\n# only a comment\n---\n\nschema: b\n...\n";
         let blobs = decode(text.as_bytes()).unwrap();
         assert_eq!(
             blobs,
             vec![
-                RawBlob { value: json!({"schema": "a", "name": "x"}), line: 3 },
-                RawBlob { value: json!({"schema": "b"}), line: 9 },
+                RawBlob {
+                    value: json!({"schema": "a", "name": "x"}),
+                    line: 3
+                },
+                RawBlob {
+                    value: json!({"schema": "b"}),
+                    line: 9
+                },
             ]
         );
     }
@@ -170,7 +220,13 @@ mod tests {
     #[test]
     fn yaml_without_a_leading_separator_is_one_document() {
         let blobs = decode(b"schema: a\nlist:\n- 1\n- two\n").unwrap();
-        assert_eq!(blobs, vec![RawBlob { value: json!({"schema": "a", "list": [1, "two"]}), line: 1 }]);
+        assert_eq!(
+            blobs,
+            vec![RawBlob {
+                value: json!({"schema": "a", "list": [1, "two"]}),
+                line: 1
+            }]
+        );
     }
 
     #[test]

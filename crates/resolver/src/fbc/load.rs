@@ -28,14 +28,19 @@ pub fn load_path(path: &Path) -> Result<Fbc, Vec<Problem>> {
         .build();
     for entry in walk {
         match entry {
-            Ok(e) if e.file_type().is_some_and(|t| t.is_file()) && e.file_name() != INDEX_IGNORE => {
+            Ok(e)
+                if e.file_type().is_some_and(|t| t.is_file()) && e.file_name() != INDEX_IGNORE =>
+            {
                 match std::fs::read(e.path()) {
                     Ok(bytes) => files.push((e.path().display().to_string(), bytes)),
                     Err(err) => problems.push(io_problem(e.path(), &err)),
                 }
             }
             Ok(_) => {}
-            Err(err) => problems.push(Problem { origin: None, message: err.to_string() }),
+            Err(err) => problems.push(Problem {
+                origin: None,
+                message: err.to_string(),
+            }),
         }
     }
     match load_files(files) {
@@ -49,7 +54,10 @@ pub fn load_path(path: &Path) -> Result<Fbc, Vec<Problem>> {
 }
 
 fn io_problem(path: &Path, err: &std::io::Error) -> Problem {
-    Problem { origin: None, message: format!("{}: {err}", path.display()) }
+    Problem {
+        origin: None,
+        message: format!("{}: {err}", path.display()),
+    }
 }
 
 /// Loads a catalog from named files, in the order given. Every file that is not valid JSON or
@@ -66,7 +74,10 @@ where
         match decode(bytes.as_ref()) {
             Ok(raw) => blobs.extend(raw.into_iter().map(|r| Blob {
                 value: r.value,
-                origin: Origin { file: file.clone(), line: r.line },
+                origin: Origin {
+                    file: file.clone(),
+                    line: r.line,
+                },
             })),
             Err(e) => problems.push(Problem::at(&Origin { file, line: e.line }, e.message)),
         }

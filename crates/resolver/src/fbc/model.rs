@@ -49,7 +49,10 @@ pub struct Problem {
 impl Problem {
     /// A problem at `origin`.
     pub fn at(origin: &Origin, message: impl Into<String>) -> Self {
-        Self { origin: Some(origin.clone()), message: message.into() }
+        Self {
+            origin: Some(origin.clone()),
+            message: message.into(),
+        }
     }
 }
 
@@ -173,7 +176,9 @@ impl Bundle {
 
     /// Whether it carries its manifests inline (`olm.bundle.object`).
     pub fn has_objects(&self) -> bool {
-        self.properties.iter().any(|p| matches!(p, Property::BundleObject))
+        self.properties
+            .iter()
+            .any(|p| matches!(p, Property::BundleObject))
     }
 }
 
@@ -259,12 +264,17 @@ struct ReferenceDoc {
 
 /// The `schema`, `package` and `name` of a blob. Keys match case-insensitively, as Go's JSON
 /// decoder matches them upstream; two keys that differ only in case are an error.
-fn meta_field<'a>(map: &'a serde_json::Map<String, Value>, key: &str) -> Result<Option<&'a str>, String> {
+fn meta_field<'a>(
+    map: &'a serde_json::Map<String, Value>,
+    key: &str,
+) -> Result<Option<&'a str>, String> {
     let mut found = None;
     for (k, v) in map {
         if k.eq_ignore_ascii_case(key) {
             if found.is_some() {
-                return Err(format!("the blob has several keys named {key:?} that differ only in case"));
+                return Err(format!(
+                    "the blob has several keys named {key:?} that differ only in case"
+                ));
             }
             found = Some(v);
         }
@@ -288,7 +298,11 @@ impl Fbc {
             }
         }
         fbc.blobs = blobs;
-        if problems.is_empty() { Ok(fbc) } else { Err(problems) }
+        if problems.is_empty() {
+            Ok(fbc)
+        } else {
+            Err(problems)
+        }
     }
 
     fn add(&mut self, blob: &Blob) -> Result<(), String> {
@@ -304,20 +318,37 @@ impl Fbc {
             "" => return Err("the blob has no \"schema\"".into()),
             schemas::PACKAGE => {
                 let doc = PackageDoc::deserialize(&blob.value).map_err(what)?;
-                self.packages.push(Package { name, default_channel: doc.default_channel, origin });
+                self.packages.push(Package {
+                    name,
+                    default_channel: doc.default_channel,
+                    origin,
+                });
             }
             schemas::CHANNEL => {
                 let doc = ChannelDoc::deserialize(&blob.value).map_err(what)?;
-                self.channels.push(Channel { name, package, entries: doc.entries, origin });
+                self.channels.push(Channel {
+                    name,
+                    package,
+                    entries: doc.entries,
+                    origin,
+                });
             }
             schemas::BUNDLE => {
                 let doc = BundleDoc::deserialize(&blob.value).map_err(what)?;
                 let properties = parse_properties(&doc.properties)
                     .map_err(|e| format!("bundle {name:?}: {e}"))?;
-                let mut bundle =
-                    Bundle { name, package, image: doc.image, properties, version: None, origin };
-                let version =
-                    bundle.package_properties().next().and_then(|p| crate::range::parse_bundle_version(&p.version).ok());
+                let mut bundle = Bundle {
+                    name,
+                    package,
+                    image: doc.image,
+                    properties,
+                    version: None,
+                    origin,
+                };
+                let version = bundle
+                    .package_properties()
+                    .next()
+                    .and_then(|p| crate::range::parse_bundle_version(&p.version).ok());
                 bundle.version = version;
                 self.bundles.push(bundle);
             }
@@ -332,7 +363,11 @@ impl Fbc {
                         message: e.message,
                     })
                     .collect();
-                self.deprecations.push(Deprecation { package, entries, origin });
+                self.deprecations.push(Deprecation {
+                    package,
+                    entries,
+                    origin,
+                });
             }
             // Other schemas are kept as blobs only, and served unchanged.
             _ => {}
@@ -366,7 +401,13 @@ mod tests {
     use serde_json::json;
 
     fn blob(value: Value, line: usize) -> Blob {
-        Blob { value, origin: Origin { file: "c.yaml".into(), line } }
+        Blob {
+            value,
+            origin: Origin {
+                file: "c.yaml".into(),
+                line,
+            },
+        }
     }
 
     #[test]
@@ -384,19 +425,37 @@ mod tests {
         .unwrap();
         assert_eq!(fbc.packages[0].default_channel, "stable");
         assert_eq!(fbc.channels[0].entries[0].skips, vec!["foo.v0"]);
-        assert_eq!(fbc.channels[0].entries[0].skip_range.as_deref(), Some("<1.0.0"));
+        assert_eq!(
+            fbc.channels[0].entries[0].skip_range.as_deref(),
+            Some("<1.0.0")
+        );
         assert_eq!(fbc.bundles[0].version, Some(semver::Version::new(1, 0, 0)));
         assert_eq!(fbc.deprecations[0].entries[0].message, "old");
         assert_eq!(fbc.blobs.len(), 5);
-        assert!(String::from_utf8(fbc.render()).unwrap().ends_with("{\"anything\":[1,2],\"schema\":\"acme.custom\"}\n"));
+        assert!(
+            String::from_utf8(fbc.render())
+                .unwrap()
+                .ends_with("{\"anything\":[1,2],\"schema\":\"acme.custom\"}\n")
+        );
     }
 
     #[test]
     fn meta_keys_match_case_insensitively_but_not_twice() {
-        let fbc = Fbc::from_blobs(vec![blob(json!({"Schema": "olm.package", "NAME": "foo"}), 1)]).unwrap();
+        let fbc = Fbc::from_blobs(vec![blob(
+            json!({"Schema": "olm.package", "NAME": "foo"}),
+            1,
+        )])
+        .unwrap();
         assert_eq!(fbc.packages[0].name, "foo");
-        let err = Fbc::from_blobs(vec![blob(json!({"schema": "olm.package", "Schema": "x"}), 3)]).unwrap_err();
-        assert_eq!(err[0].to_string(), "c.yaml:3: the blob has several keys named \"schema\" that differ only in case");
+        let err = Fbc::from_blobs(vec![blob(
+            json!({"schema": "olm.package", "Schema": "x"}),
+            3,
+        )])
+        .unwrap_err();
+        assert_eq!(
+            err[0].to_string(),
+            "c.yaml:3: the blob has several keys named \"schema\" that differ only in case"
+        );
     }
 
     #[test]
@@ -404,12 +463,19 @@ mod tests {
         let err = Fbc::from_blobs(vec![
             blob(json!({"name": "x"}), 1),
             blob(json!([1]), 4),
-            blob(json!({"schema": "olm.channel", "name": "c", "entries": "nope"}), 7),
+            blob(
+                json!({"schema": "olm.channel", "name": "c", "entries": "nope"}),
+                7,
+            ),
         ])
         .unwrap_err();
         let lines: Vec<String> = err.iter().map(|p| p.to_string()).collect();
         assert_eq!(lines[0], "c.yaml:1: the blob has no \"schema\"");
         assert_eq!(lines[1], "c.yaml:4: a catalog blob must be an object");
-        assert!(lines[2].starts_with("c.yaml:7: invalid olm.channel \"c\""), "{}", lines[2]);
+        assert!(
+            lines[2].starts_with("c.yaml:7: invalid olm.channel \"c\""),
+            "{}",
+            lines[2]
+        );
     }
 }

@@ -112,22 +112,28 @@ pub fn parse_properties(list: &Value) -> Result<Vec<Property>, String> {
         .map(|(i, item)| {
             let raw = RawProperty::deserialize(item)
                 .map_err(|e| format!("property[{i}] is malformed: {e}"))?;
-            let typed = |e: serde_json::Error| {
-                format!("parse property[{i}] of type {:?}: {e}", raw.type_)
-            };
+            let typed =
+                |e: serde_json::Error| format!("parse property[{i}] of type {:?}: {e}", raw.type_);
             Ok(match raw.type_.as_str() {
-                types::PACKAGE => Property::Package(PackageProperty::deserialize(&raw.value).map_err(typed)?),
-                types::GVK => Property::Gvk(Gvk::deserialize(&raw.value).map_err(typed)?),
-                types::PACKAGE_REQUIRED => {
-                    Property::PackageRequired(PackageRequired::deserialize(&raw.value).map_err(typed)?)
+                types::PACKAGE => {
+                    Property::Package(PackageProperty::deserialize(&raw.value).map_err(typed)?)
                 }
-                types::GVK_REQUIRED => Property::GvkRequired(Gvk::deserialize(&raw.value).map_err(typed)?),
+                types::GVK => Property::Gvk(Gvk::deserialize(&raw.value).map_err(typed)?),
+                types::PACKAGE_REQUIRED => Property::PackageRequired(
+                    PackageRequired::deserialize(&raw.value).map_err(typed)?,
+                ),
+                types::GVK_REQUIRED => {
+                    Property::GvkRequired(Gvk::deserialize(&raw.value).map_err(typed)?)
+                }
                 types::BUNDLE_MEDIATYPE => {
                     Property::BundleMediatype(String::deserialize(&raw.value).map_err(typed)?)
                 }
                 types::BUNDLE_OBJECT => Property::BundleObject,
                 "" => return Err(format!("property[{i}] has no type")),
-                _ => Property::Other { type_: raw.type_, value: raw.value },
+                _ => Property::Other {
+                    type_: raw.type_,
+                    value: raw.value,
+                },
             })
         })
         .collect()
@@ -152,7 +158,10 @@ mod tests {
         assert_eq!(props.len(), 6);
         assert_eq!(
             props[0],
-            Property::Package(PackageProperty { package_name: "foo".into(), version: "1.0.0".into() })
+            Property::Package(PackageProperty {
+                package_name: "foo".into(),
+                version: "1.0.0".into()
+            })
         );
         assert_eq!(props[4], Property::BundleMediatype("plain+v0".into()));
         assert!(matches!(&props[5], Property::Other { type_, .. } if type_ == "olm.csv.metadata"));
@@ -161,7 +170,10 @@ mod tests {
     #[test]
     fn a_malformed_known_property_is_an_error_naming_it() {
         let err = parse_properties(&json!([{"type": "olm.package", "value": "foo"}])).unwrap_err();
-        assert!(err.contains("property[0]") && err.contains("olm.package"), "{err}");
+        assert!(
+            err.contains("property[0]") && err.contains("olm.package"),
+            "{err}"
+        );
         assert!(parse_properties(&json!({"type": "x"})).is_err());
     }
 }

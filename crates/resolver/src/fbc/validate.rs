@@ -9,7 +9,9 @@ use crate::range::blang;
 
 /// Every problem of the catalog, sorted by file and line. Empty means valid.
 pub fn validate(fbc: &Fbc) -> Vec<Problem> {
-    let mut v = Validator { problems: Vec::new() };
+    let mut v = Validator {
+        problems: Vec::new(),
+    };
     let packages = v.packages(fbc);
     let bundle_index = v.bundles(fbc, &packages);
     v.channels(fbc, &packages, &bundle_index);
@@ -29,8 +31,12 @@ fn is_dns_subdomain(name: &str) -> bool {
     name.len() <= 253
         && ok_end(name.chars().next())
         && ok_end(name.chars().last())
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
-        && name.split('.').all(|label| !label.is_empty() && label.len() <= 63)
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+        && name
+            .split('.')
+            .all(|label| !label.is_empty() && label.len() <= 63)
 }
 
 impl Validator {
@@ -43,7 +49,10 @@ impl Validator {
         let mut seen: HashMap<&str, &Origin> = HashMap::new();
         let mut channels: HashMap<&str, HashSet<&str>> = HashMap::new();
         for c in &fbc.channels {
-            channels.entry(c.package.as_str()).or_default().insert(c.name.as_str());
+            channels
+                .entry(c.package.as_str())
+                .or_default()
+                .insert(c.name.as_str());
         }
         for p in &fbc.packages {
             if p.name.is_empty() {
@@ -51,7 +60,10 @@ impl Validator {
                 continue;
             }
             if let Some(first) = seen.get(p.name.as_str()) {
-                self.at(&p.origin, format!("duplicate package {:?} (first defined at {first})", p.name));
+                self.at(
+                    &p.origin,
+                    format!("duplicate package {:?} (first defined at {first})", p.name),
+                );
                 continue;
             }
             seen.insert(&p.name, &p.origin);
@@ -63,14 +75,24 @@ impl Validator {
             }
             let own = channels.get(p.name.as_str());
             if own.is_none_or(|c| c.is_empty()) {
-                self.at(&p.origin, format!("package {:?} must contain at least one channel", p.name));
-            }
-            if p.default_channel.is_empty() {
-                self.at(&p.origin, format!("package {:?} has no defaultChannel", p.name));
-            } else if own.is_some_and(|c| !c.is_empty() && !c.contains(p.default_channel.as_str())) {
                 self.at(
                     &p.origin,
-                    format!("default channel {:?} of package {:?} not found in its channels", p.default_channel, p.name),
+                    format!("package {:?} must contain at least one channel", p.name),
+                );
+            }
+            if p.default_channel.is_empty() {
+                self.at(
+                    &p.origin,
+                    format!("package {:?} has no defaultChannel", p.name),
+                );
+            } else if own.is_some_and(|c| !c.is_empty() && !c.contains(p.default_channel.as_str()))
+            {
+                self.at(
+                    &p.origin,
+                    format!(
+                        "default channel {:?} of package {:?} not found in its channels",
+                        p.default_channel, p.name
+                    ),
                 );
             }
         }
@@ -99,11 +121,17 @@ impl Validator {
                 continue;
             }
             if b.package.is_empty() {
-                self.at(o, format!("package name must be set for bundle {:?}", b.name));
+                self.at(
+                    o,
+                    format!("package name must be set for bundle {:?}", b.name),
+                );
                 continue;
             }
             if !packages.contains_key(b.package.as_str()) {
-                self.at(o, format!("unknown package {:?} for bundle {:?}", b.package, b.name));
+                self.at(
+                    o,
+                    format!("unknown package {:?} for bundle {:?}", b.package, b.name),
+                );
             }
             if let Some(&first) = index.get(&(b.package.as_str(), b.name.as_str())) {
                 self.at(
@@ -140,13 +168,30 @@ impl Validator {
                 }
                 match crate::range::parse_bundle_version(&p.version) {
                     Ok(v) => {
-                        versions.entry(&b.package).or_default().entry(v.to_string()).or_default().insert(&b.name);
+                        versions
+                            .entry(&b.package)
+                            .or_default()
+                            .entry(v.to_string())
+                            .or_default()
+                            .insert(&b.name);
                     }
-                    Err(e) => self.at(o, format!("bundle {:?} has an invalid version {:?}: {e}", b.name, p.version)),
+                    Err(e) => self.at(
+                        o,
+                        format!(
+                            "bundle {:?} has an invalid version {:?}: {e}",
+                            b.name, p.version
+                        ),
+                    ),
                 }
             }
             if !in_channel.contains(&(b.package.as_str(), b.name.as_str())) {
-                self.at(o, format!("package {:?}, bundle {:?} not found in any channel entries", b.package, b.name));
+                self.at(
+                    o,
+                    format!(
+                        "package {:?}, bundle {:?} not found in any channel entries",
+                        b.package, b.name
+                    ),
+                );
             }
             if b.image.is_empty() && !b.has_objects() {
                 self.at(o, format!("bundle {:?}: bundle image must be set", b.name));
@@ -167,12 +212,24 @@ impl Validator {
             let dups: Vec<String> = by_version
                 .iter()
                 .filter(|(_, names)| names.len() > 1)
-                .map(|(v, names)| format!("{{{v}: [{}]}}", names.iter().copied().collect::<Vec<_>>().join(", ")))
+                .map(|(v, names)| {
+                    format!(
+                        "{{{v}: [{}]}}",
+                        names.iter().copied().collect::<Vec<_>>().join(", ")
+                    )
+                })
                 .collect();
             if !dups.is_empty()
-                && let Some(origin) = packages.get(package) {
-                    self.at(origin, format!("package {package:?}: duplicate versions found in bundles: [{}]", dups.join(" ")));
-                }
+                && let Some(origin) = packages.get(package)
+            {
+                self.at(
+                    origin,
+                    format!(
+                        "package {package:?}: duplicate versions found in bundles: [{}]",
+                        dups.join(" ")
+                    ),
+                );
+            }
         }
         index
     }
@@ -187,19 +244,37 @@ impl Validator {
         for c in &fbc.channels {
             let o = &c.origin;
             if c.name.is_empty() {
-                self.at(o, format!("package {:?} contains a channel with no name", c.package));
+                self.at(
+                    o,
+                    format!("package {:?} contains a channel with no name", c.package),
+                );
                 continue;
             }
             if !packages.contains_key(c.package.as_str()) {
-                self.at(o, format!("unknown package {:?} for channel {:?}", c.package, c.name));
+                self.at(
+                    o,
+                    format!("unknown package {:?} for channel {:?}", c.package, c.name),
+                );
             }
             if let Some(first) = seen.get(&(c.package.as_str(), c.name.as_str())) {
-                self.at(o, format!("duplicate channel {:?} in package {:?} (first defined at {first})", c.name, c.package));
+                self.at(
+                    o,
+                    format!(
+                        "duplicate channel {:?} in package {:?} (first defined at {first})",
+                        c.name, c.package
+                    ),
+                );
                 continue;
             }
             seen.insert((&c.package, &c.name), o);
             if !is_dns_subdomain(&c.name) {
-                self.at(o, format!("channel name {:?} is not a valid DNS-1123 subdomain", c.name));
+                self.at(
+                    o,
+                    format!(
+                        "channel name {:?} is not a valid DNS-1123 subdomain",
+                        c.name
+                    ),
+                );
             }
             self.channel_graph(c, bundles);
         }
@@ -209,7 +284,10 @@ impl Validator {
         let o = &c.origin;
         let prefix = format!("invalid channel {:?} of package {:?}", c.name, c.package);
         if c.entries.is_empty() {
-            self.at(o, format!("{prefix}: channel must contain at least one bundle"));
+            self.at(
+                o,
+                format!("{prefix}: channel must contain at least one bundle"),
+            );
             return;
         }
         let mut entries: HashMap<&str, &super::model::ChannelEntry> = HashMap::new();
@@ -224,18 +302,31 @@ impl Validator {
             if !bundles.contains_key(&(c.package.as_str(), e.name.as_str())) {
                 self.at(
                     o,
-                    format!("{prefix}: entry {:?} refers to no olm.bundle of package {:?}", e.name, c.package),
+                    format!(
+                        "{prefix}: entry {:?} refers to no olm.bundle of package {:?}",
+                        e.name, c.package
+                    ),
                 );
             }
             for (i, s) in e.skips.iter().enumerate() {
                 if s.is_empty() {
-                    self.at(o, format!("{prefix}: entry {:?}: skip[{i}] is empty", e.name));
+                    self.at(
+                        o,
+                        format!("{prefix}: entry {:?}: skip[{i}] is empty", e.name),
+                    );
                 }
             }
             if let Some(r) = &e.skip_range
-                && let Err(err) = blang::Range::parse(r) {
-                    self.at(o, format!("{prefix}: entry {:?} has an invalid skipRange {r:?}: {err}", e.name));
-                }
+                && let Err(err) = blang::Range::parse(r)
+            {
+                self.at(
+                    o,
+                    format!(
+                        "{prefix}: entry {:?} has an invalid skipRange {r:?}: {err}",
+                        e.name
+                    ),
+                );
+            }
         }
         // Heads: entries no other entry replaces or skips.
         let mut incoming: HashSet<&str> = HashSet::new();
@@ -249,13 +340,23 @@ impl Validator {
                 skipped.insert(s);
             }
         }
-        let mut heads: Vec<&str> = entries.keys().copied().filter(|n| !incoming.contains(n)).collect();
+        let mut heads: Vec<&str> = entries
+            .keys()
+            .copied()
+            .filter(|n| !incoming.contains(n))
+            .collect();
         heads.sort_unstable();
         let head = match heads.as_slice() {
             [] => return self.at(o, format!("{prefix}: no channel head found in graph")),
             [one] => *one,
             many => {
-                return self.at(o, format!("{prefix}: multiple channel heads found in graph: {}", many.join(", ")));
+                return self.at(
+                    o,
+                    format!(
+                        "{prefix}: multiple channel heads found in graph: {}",
+                        many.join(", ")
+                    ),
+                );
             }
         };
         // Walk the replaces chain from the head; stop at a skipped target.
@@ -263,7 +364,9 @@ impl Validator {
         let mut on_chain: HashSet<&str> = HashSet::from([head]);
         let mut cur = entries.get(head).copied();
         while let Some(e) = cur {
-            let Some(next) = e.replaces.as_deref() else { break };
+            let Some(next) = e.replaces.as_deref() else {
+                break;
+            };
             if skipped.contains(next) {
                 break;
             }
@@ -272,24 +375,42 @@ impl Validator {
                 let start = chain.iter().position(|n| *n == next).unwrap_or(0);
                 return self.at(
                     o,
-                    format!("{prefix}: detected cycle in replaces chain of upgrade graph: {}", chain[start..].join(" -> ")),
+                    format!(
+                        "{prefix}: detected cycle in replaces chain of upgrade graph: {}",
+                        chain[start..].join(" -> ")
+                    ),
                 );
             }
             cur = entries.get(next).copied();
         }
-        let mut stranded: Vec<&str> =
-            entries.keys().copied().filter(|n| !on_chain.contains(n) && !skipped.contains(n)).collect();
+        let mut stranded: Vec<&str> = entries
+            .keys()
+            .copied()
+            .filter(|n| !on_chain.contains(n) && !skipped.contains(n))
+            .collect();
         stranded.sort_unstable();
         if !stranded.is_empty() {
-            self.at(o, format!("{prefix}: channel contains one or more stranded bundles: {}", stranded.join(", ")));
+            self.at(
+                o,
+                format!(
+                    "{prefix}: channel contains one or more stranded bundles: {}",
+                    stranded.join(", ")
+                ),
+            );
         }
     }
 
     fn deprecations(&mut self, fbc: &Fbc, packages: &HashMap<&str, &Origin>) {
-        let channels: HashSet<(&str, &str)> =
-            fbc.channels.iter().map(|c| (c.package.as_str(), c.name.as_str())).collect();
-        let bundles: HashSet<(&str, &str)> =
-            fbc.bundles.iter().map(|b| (b.package.as_str(), b.name.as_str())).collect();
+        let channels: HashSet<(&str, &str)> = fbc
+            .channels
+            .iter()
+            .map(|c| (c.package.as_str(), c.name.as_str()))
+            .collect();
+        let bundles: HashSet<(&str, &str)> = fbc
+            .bundles
+            .iter()
+            .map(|b| (b.package.as_str(), b.name.as_str()))
+            .collect();
         let mut seen: HashMap<&str, &Origin> = HashMap::new();
         for d in &fbc.deprecations {
             let o = &d.origin;
@@ -298,41 +419,87 @@ impl Validator {
                 continue;
             }
             if let Some(first) = seen.insert(&d.package, o) {
-                self.at(o, format!("package {:?} has more than one olm.deprecations blob (first at {first})", d.package));
+                self.at(
+                    o,
+                    format!(
+                        "package {:?} has more than one olm.deprecations blob (first at {first})",
+                        d.package
+                    ),
+                );
                 continue;
             }
             if !packages.contains_key(d.package.as_str()) {
-                self.at(o, format!("olm.deprecations for unknown package {:?}", d.package));
+                self.at(
+                    o,
+                    format!("olm.deprecations for unknown package {:?}", d.package),
+                );
                 continue;
             }
             let mut refs = HashSet::new();
             for e in &d.entries {
-                let what = if e.name.is_empty() { e.schema.clone() } else { format!("{} {:?}", e.schema, e.name) };
+                let what = if e.name.is_empty() {
+                    e.schema.clone()
+                } else {
+                    format!("{} {:?}", e.schema, e.name)
+                };
                 if e.message.is_empty() {
-                    self.at(o, format!("deprecation of {what} in package {:?} has no message", d.package));
+                    self.at(
+                        o,
+                        format!(
+                            "deprecation of {what} in package {:?} has no message",
+                            d.package
+                        ),
+                    );
                 }
                 if !refs.insert((e.schema.as_str(), e.name.as_str())) {
-                    self.at(o, format!("duplicate deprecation of {what} in package {:?}", d.package));
+                    self.at(
+                        o,
+                        format!("duplicate deprecation of {what} in package {:?}", d.package),
+                    );
                 }
                 let known = match e.schema.as_str() {
                     "" => {
-                        self.at(o, format!("a deprecation entry of package {:?} has no reference schema", d.package));
+                        self.at(
+                            o,
+                            format!(
+                                "a deprecation entry of package {:?} has no reference schema",
+                                d.package
+                            ),
+                        );
                         continue;
                     }
                     schemas::PACKAGE if e.name.is_empty() => true,
                     schemas::PACKAGE => {
-                        self.at(o, format!("deprecation of olm.package in package {:?} must not name anything", d.package));
+                        self.at(
+                            o,
+                            format!(
+                                "deprecation of olm.package in package {:?} must not name anything",
+                                d.package
+                            ),
+                        );
                         continue;
                     }
                     schemas::CHANNEL => channels.contains(&(d.package.as_str(), e.name.as_str())),
                     schemas::BUNDLE => bundles.contains(&(d.package.as_str(), e.name.as_str())),
                     other => {
-                        self.at(o, format!("deprecation entry of package {:?} has unknown schema {other:?}", d.package));
+                        self.at(
+                            o,
+                            format!(
+                                "deprecation entry of package {:?} has unknown schema {other:?}",
+                                d.package
+                            ),
+                        );
                         continue;
                     }
                 };
                 if !known {
-                    self.at(o, format!("deprecation references unknown {what} in package {:?}", d.package));
+                    self.at(
+                        o,
+                        format!(
+                            "deprecation references unknown {what} in package {:?}",
+                            d.package
+                        ),
+                    );
                 }
             }
         }

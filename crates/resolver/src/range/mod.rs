@@ -30,7 +30,10 @@ pub enum RangeError {
 
 impl RangeError {
     pub(crate) fn range(input: &str, reason: impl Into<String>) -> Self {
-        RangeError::InvalidRange { input: input.to_owned(), reason: reason.into() }
+        RangeError::InvalidRange {
+            input: input.to_owned(),
+            reason: reason.into(),
+        }
     }
 }
 
@@ -43,15 +46,26 @@ impl RangeError {
 /// (`1.0.0-18446744073709551616`), where the `semver` crate accepts any length. That check is
 /// added here so that every version we accept, blang accepts too.
 pub fn parse_bundle_version(s: &str) -> Result<semver::Version, RangeError> {
-    parse_strict(s).map_err(|reason| RangeError::InvalidVersion { input: s.to_owned(), reason })
+    parse_strict(s).map_err(|reason| RangeError::InvalidVersion {
+        input: s.to_owned(),
+        reason,
+    })
 }
 
 /// [`parse_bundle_version`] with the bare reason as the error, for the range parsers' messages.
 pub(crate) fn parse_strict(s: &str) -> Result<semver::Version, String> {
     let version = semver::Version::parse(s).map_err(|e| e.to_string())?;
     let too_big = |id: &&str| id.bytes().all(|b| b.is_ascii_digit()) && id.parse::<u64>().is_err();
-    if let Some(id) = version.pre.as_str().split('.').filter(|id| !id.is_empty()).find(too_big) {
-        return Err(format!("numeric prerelease identifier {id:?} does not fit in 64 bits"));
+    if let Some(id) = version
+        .pre
+        .as_str()
+        .split('.')
+        .filter(|id| !id.is_empty())
+        .find(too_big)
+    {
+        return Err(format!(
+            "numeric prerelease identifier {id:?} does not fit in 64 bits"
+        ));
     }
     Ok(version)
 }
@@ -62,15 +76,39 @@ mod tests {
 
     #[test]
     fn bundle_versions() {
-        for ok in ["0.0.0", "1.2.3", "1.2.3-rc.1", "1.2.3-0a", "1.2.3+001", "1.2.3-a-b+c-d.e",
-            "1.0.0-18446744073709551615", "18446744073709551615.0.0"]
-        {
+        for ok in [
+            "0.0.0",
+            "1.2.3",
+            "1.2.3-rc.1",
+            "1.2.3-0a",
+            "1.2.3+001",
+            "1.2.3-a-b+c-d.e",
+            "1.0.0-18446744073709551615",
+            "18446744073709551615.0.0",
+        ] {
             assert!(parse_bundle_version(ok).is_ok(), "{ok}");
         }
-        for bad in ["", "v1.2.3", "1.2", "1", "01.2.3", "1.02.3", "1.2.03", "1.2.3-01", "1.2.3-",
-            "1.2.3+", "1.2.3-a..b", " 1.2.3", "1.2.3 ", "1.2.3.4", "1.2.3-a+b+c", "1.2.x",
-            "1.0.0-18446744073709551616", "18446744073709551616.0.0", "1.2.3-é"]
-        {
+        for bad in [
+            "",
+            "v1.2.3",
+            "1.2",
+            "1",
+            "01.2.3",
+            "1.02.3",
+            "1.2.03",
+            "1.2.3-01",
+            "1.2.3-",
+            "1.2.3+",
+            "1.2.3-a..b",
+            " 1.2.3",
+            "1.2.3 ",
+            "1.2.3.4",
+            "1.2.3-a+b+c",
+            "1.2.x",
+            "1.0.0-18446744073709551616",
+            "18446744073709551616.0.0",
+            "1.2.3-é",
+        ] {
             assert!(parse_bundle_version(bad).is_err(), "{bad}");
         }
     }
@@ -78,8 +116,14 @@ mod tests {
     #[test]
     fn error_messages_are_readable() {
         let err = parse_bundle_version("v1.0.0").unwrap_err();
-        assert!(err.to_string().starts_with("invalid version \"v1.0.0\": "), "{err}");
+        assert!(
+            err.to_string().starts_with("invalid version \"v1.0.0\": "),
+            "{err}"
+        );
         let err = RangeError::range("abc", "improper constraint: abc");
-        assert_eq!(err.to_string(), "invalid version range \"abc\": improper constraint: abc");
+        assert_eq!(
+            err.to_string(),
+            "invalid version range \"abc\": improper constraint: abc"
+        );
     }
 }

@@ -21,14 +21,21 @@ fn join_limited(items: &[String]) -> String {
     match (shown.as_slice(), rest) {
         ([], _) => "none".to_owned(),
         ([one], 0) => (*one).to_owned(),
-        (many, 0) => format!("{} and {}", many[..many.len() - 1].join(", "), many[many.len() - 1]),
+        (many, 0) => format!(
+            "{} and {}",
+            many[..many.len() - 1].join(", "),
+            many[many.len() - 1]
+        ),
         (many, n) => format!("{} and {n} more", many.join(", ")),
     }
 }
 
 /// Distinct versions of `entries`, ascending.
 fn versions(index: &Index, entries: impl IntoIterator<Item = usize>) -> String {
-    let set: BTreeSet<&semver::Version> = entries.into_iter().map(|e| &index.entries[e].version).collect();
+    let set: BTreeSet<&semver::Version> = entries
+        .into_iter()
+        .map(|e| &index.entries[e].version)
+        .collect();
     join_limited(&set.into_iter().map(|v| v.to_string()).collect::<Vec<_>>())
 }
 
@@ -44,7 +51,11 @@ fn bundles(index: &Index, entries: &[usize]) -> String {
 fn named(index: &Index, e: usize) -> String {
     let entry = &index.entries[e];
     let version = entry.version.to_string();
-    if entry.name.contains(&version) { entry.name.clone() } else { format!("{} ({version})", entry.name) }
+    if entry.name.contains(&version) {
+        entry.name.clone()
+    } else {
+        format!("{} ({version})", entry.name)
+    }
 }
 
 /// Why request `c` has no candidate at all: the first filter that leaves nothing.
@@ -53,15 +64,28 @@ pub(crate) fn no_candidates(index: &Index, c: &Compiled) -> String {
     let all = index.package_entries(&r.package_name);
     let who = format!("Request {}", r.display_name());
     if all.is_empty() {
-        return format!("{who} cannot be satisfied: no catalog has a package named {:?}.", r.package_name);
+        return format!(
+            "{who} cannot be satisfied: no catalog has a package named {:?}.",
+            r.package_name
+        );
     }
     let passing = |upto: Filter| -> Vec<usize> {
-        all.iter().copied().filter(|&e| c.rejects(index, e).is_none_or(|f| f > upto)).collect()
+        all.iter()
+            .copied()
+            .filter(|&e| c.rejects(index, e).is_none_or(|f| f > upto))
+            .collect()
     };
     let in_catalogs = passing(Filter::Catalog);
     if in_catalogs.is_empty() {
-        let names: BTreeSet<&str> = all.iter().map(|&e| index.catalogs[index.entries[e].catalog].name.as_str()).collect();
-        let selector = r.catalog_selector.as_ref().map(ToString::to_string).unwrap_or_default();
+        let names: BTreeSet<&str> = all
+            .iter()
+            .map(|&e| index.catalogs[index.entries[e].catalog].name.as_str())
+            .collect();
+        let selector = r
+            .catalog_selector
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default();
         return format!(
             "{who} cannot be satisfied: its catalogSelector ({selector}) matches no catalog that has package {:?}; the package is in catalogs {}.",
             r.package_name,
@@ -72,18 +96,32 @@ pub(crate) fn no_candidates(index: &Index, c: &Compiled) -> String {
     if in_channel.is_empty() {
         let channels: BTreeSet<&str> = in_catalogs
             .iter()
-            .flat_map(|&e| index.entries[e].memberships.iter().map(|m| m.channel.as_str()))
+            .flat_map(|&e| {
+                index.entries[e]
+                    .memberships
+                    .iter()
+                    .map(|m| m.channel.as_str())
+            })
             .collect();
         return format!(
             "{who} cannot be satisfied: package {:?} has no channel {:?}; its channels are {}.",
             r.package_name,
             r.channel.as_deref().unwrap_or_default(),
-            join_limited(&channels.into_iter().map(|c| format!("{c:?}")).collect::<Vec<_>>())
+            join_limited(
+                &channels
+                    .into_iter()
+                    .map(|c| format!("{c:?}"))
+                    .collect::<Vec<_>>()
+            )
         );
     }
     let in_range = passing(Filter::Version);
     if in_range.is_empty() {
-        let place = r.channel.as_ref().map(|ch| format!(" in channel {ch:?}")).unwrap_or_default();
+        let place = r
+            .channel
+            .as_ref()
+            .map(|ch| format!(" in channel {ch:?}"))
+            .unwrap_or_default();
         return format!(
             "{who} cannot be satisfied: no bundle of package {:?}{place} has a version in {:?}; the versions there are {}.",
             r.package_name,
@@ -98,7 +136,11 @@ pub(crate) fn no_candidates(index: &Index, c: &Compiled) -> String {
         .filter(|&e| {
             let entry = &index.entries[e];
             entry.name != installed
-                && entry.is_successor_of(installed, c.from.as_ref().and_then(|(_, v)| v.as_ref()), r.channel.as_deref())
+                && entry.is_successor_of(
+                    installed,
+                    c.from.as_ref().and_then(|(_, v)| v.as_ref()),
+                    r.channel.as_deref(),
+                )
         })
         .collect();
     let successors = if successors.is_empty() {
@@ -126,7 +168,10 @@ pub(crate) fn tie(index: &Index, requests: &[Compiled], e: usize) -> Option<Stri
                 && other.version == chosen.version
                 && other.deprecated == chosen.deprecated
                 && index.catalogs[other.catalog].priority == priority
-                && requests.iter().filter(|c| c.request.package_name == chosen.package).all(|c| c.admits(index, *o))
+                && requests
+                    .iter()
+                    .filter(|c| c.request.package_name == chosen.package)
+                    .all(|c| c.admits(index, *o))
         })
         .map(|(_, other)| index.catalogs[other.catalog].name.as_str())
         .collect();
@@ -138,14 +183,23 @@ pub(crate) fn tie(index: &Index, requests: &[Compiled], e: usize) -> Option<Stri
         "Package {:?} at version {} is offered by catalogs {} with the same priority ({priority}), so neither can be preferred; give one of them a higher spec.priority, or narrow the request's catalogSelector.",
         chosen.package,
         chosen.version,
-        join_limited(&catalogs.into_iter().map(|c| format!("{c:?}")).collect::<Vec<_>>())
+        join_limited(
+            &catalogs
+                .into_iter()
+                .map(|c| format!("{c:?}"))
+                .collect::<Vec<_>>()
+        )
     ))
 }
 
 /// Explains an unsatisfiable joint problem: finds the smallest set of requests that still
 /// conflict (removing any one of them resolves the conflict), then says for each of their
 /// bundles what stops it.
-pub(crate) fn conflict(solver: &mut Solver<Provider<'_>>, requests: &[Compiled], first: Option<Conflict>) -> Vec<String> {
+pub(crate) fn conflict(
+    solver: &mut Solver<Provider<'_>>,
+    requests: &[Compiled],
+    first: Option<Conflict>,
+) -> Vec<String> {
     // Deletion filter: drop every request whose removal leaves the rest unsatisfiable.
     let mut core: Vec<usize> = (0..requests.len()).collect();
     let mut last_conflict = first;
@@ -163,7 +217,10 @@ pub(crate) fn conflict(solver: &mut Solver<Provider<'_>>, requests: &[Compiled],
     }
     let index = solver.provider().index;
     let mut sentences = Vec::new();
-    let names: Vec<String> = core.iter().map(|&i| requests[i].request.display_name()).collect();
+    let names: Vec<String> = core
+        .iter()
+        .map(|&i| requests[i].request.display_name())
+        .collect();
     sentences.push(if core.len() == 1 {
         format!("Request {} cannot be satisfied by itself.", names[0])
     } else {
@@ -180,20 +237,31 @@ pub(crate) fn conflict(solver: &mut Solver<Provider<'_>>, requests: &[Compiled],
         explained |= complete;
         sentences.extend(lines);
     }
-    if !explained
-        && let Some(c) = last_conflict {
-            let detail = c.display_user_friendly(solver).to_string();
-            sentences.push(format!("The solver's account of the conflict: {}", detail.split_whitespace().collect::<Vec<_>>().join(" ")));
-        }
+    if !explained && let Some(c) = last_conflict {
+        let detail = c.display_user_friendly(solver).to_string();
+        sentences.push(format!(
+            "The solver's account of the conflict: {}",
+            detail.split_whitespace().collect::<Vec<_>>().join(" ")
+        ));
+    }
     sentences
 }
 
 /// Sentences about request `r` of the conflicting `core`: the bundles it allows, grouped by what
 /// stops them. The flag says whether any bundle got a concrete reason.
-fn explain_request(index: &Index, requests: &[Compiled], core: &[usize], r: usize) -> (Vec<String>, bool) {
+fn explain_request(
+    index: &Index,
+    requests: &[Compiled],
+    core: &[usize],
+    r: usize,
+) -> (Vec<String>, bool) {
     let c = &requests[r];
-    let mut candidates: Vec<usize> =
-        index.package_entries(&c.request.package_name).iter().copied().filter(|&e| c.admits(index, e)).collect();
+    let mut candidates: Vec<usize> = index
+        .package_entries(&c.request.package_name)
+        .iter()
+        .copied()
+        .filter(|&e| c.admits(index, e))
+        .collect();
     candidates.sort_by(|&a, &b| index.preference(a, b));
     // Bundles with no reason of their own are left unexplained here: they are excluded by what
     // the other requests' bundles need, which those requests' lines say.
@@ -213,7 +281,11 @@ fn explain_request(index: &Index, requests: &[Compiled], core: &[usize], r: usiz
         bundles(index, &candidates)
     )];
     for (reason, entries) in by_reason {
-        let subject = if entries.len() == 1 { bundles(index, &entries) } else { format!("Each of {}", bundles(index, &entries)) };
+        let subject = if entries.len() == 1 {
+            bundles(index, &entries)
+        } else {
+            format!("Each of {}", bundles(index, &entries))
+        };
         lines.push(format!("{subject} {reason}."));
     }
     (lines, complete)
@@ -233,12 +305,21 @@ fn allowed_by_core(index: &Index, requests: &[Compiled], core: &[usize], e: usiz
 }
 
 /// What stops bundle `e` of request `r`, as clauses ("requires ..., but ...").
-fn blockers(index: &Index, requests: &[Compiled], core: &[usize], r: usize, e: usize) -> Vec<String> {
+fn blockers(
+    index: &Index,
+    requests: &[Compiled],
+    core: &[usize],
+    r: usize,
+    e: usize,
+) -> Vec<String> {
     let entry = &index.entries[e];
     let mut reasons = Vec::new();
     for d in &entry.requires_packages {
         let Some(range) = &d.range else {
-            reasons.push(format!("requires package {:?} with an invalid versionRange {:?}", d.package, d.range_text));
+            reasons.push(format!(
+                "requires package {:?} with an invalid versionRange {:?}",
+                d.package, d.range_text
+            ));
             continue;
         };
         if !requested(requests, &d.package) {
@@ -261,7 +342,10 @@ fn blockers(index: &Index, requests: &[Compiled], core: &[usize], r: usize, e: u
                 d.range_text,
                 versions(index, index.package_entries(&d.package).iter().copied())
             ));
-        } else if !in_range.iter().any(|&o| allowed_by_core(index, requests, core, o)) {
+        } else if !in_range
+            .iter()
+            .any(|&o| allowed_by_core(index, requests, core, o))
+        {
             let allowed: Vec<usize> = index
                 .package_entries(&d.package)
                 .iter()
@@ -279,10 +363,16 @@ fn blockers(index: &Index, requests: &[Compiled], core: &[usize], r: usize, e: u
     }
     for g in &entry.requires_gvks {
         let providers: Vec<usize> = index.providers.get(g).cloned().unwrap_or_default();
-        let from_requested: Vec<usize> =
-            providers.iter().copied().filter(|&p| requested(requests, &index.entries[p].package)).collect();
+        let from_requested: Vec<usize> = providers
+            .iter()
+            .copied()
+            .filter(|&p| requested(requests, &index.entries[p].package))
+            .collect();
         if from_requested.is_empty() {
-            let packages: BTreeSet<&str> = providers.iter().map(|&p| index.entries[p].package.as_str()).collect();
+            let packages: BTreeSet<&str> = providers
+                .iter()
+                .map(|&p| index.entries[p].package.as_str())
+                .collect();
             reasons.push(if packages.is_empty() {
                 format!("requires API {g}, which no bundle in the catalogs provides")
             } else {
@@ -291,7 +381,10 @@ fn blockers(index: &Index, requests: &[Compiled], core: &[usize], r: usize, e: u
                     join_limited(&packages.into_iter().map(|p| format!("{p:?}")).collect::<Vec<_>>())
                 )
             });
-        } else if !from_requested.iter().any(|&p| allowed_by_core(index, requests, core, p)) {
+        } else if !from_requested
+            .iter()
+            .any(|&p| allowed_by_core(index, requests, core, p))
+        {
             reasons.push(format!(
                 "requires API {g}, but the requests exclude every bundle that provides it ({})",
                 bundles(index, &from_requested)
@@ -310,7 +403,13 @@ fn blockers(index: &Index, requests: &[Compiled], core: &[usize], r: usize, e: u
 }
 
 /// Another request of the core whose every allowed bundle also provides `g`.
-fn rival_provider(index: &Index, requests: &[Compiled], core: &[usize], r: usize, g: &Gvk) -> Option<usize> {
+fn rival_provider(
+    index: &Index,
+    requests: &[Compiled],
+    core: &[usize],
+    r: usize,
+    g: &Gvk,
+) -> Option<usize> {
     core.iter().copied().find(|&o| {
         let c = &requests[o];
         o != r

@@ -93,12 +93,20 @@ impl Entry {
 
     /// Whether it upgrades from `installed` (by name and, when known, version) along an edge of
     /// one of its channels (all of them, or only `channel` when given).
-    pub fn is_successor_of(&self, name: &str, version: Option<&Version>, channel: Option<&str>) -> bool {
-        self.memberships.iter().filter(|m| channel.is_none_or(|c| m.channel == c)).any(|m| {
-            m.replaces.as_deref() == Some(name)
-                || m.skips.iter().any(|s| s == name)
-                || version.is_some_and(|v| m.skip_range.as_ref().is_some_and(|r| r.matches(v)))
-        })
+    pub fn is_successor_of(
+        &self,
+        name: &str,
+        version: Option<&Version>,
+        channel: Option<&str>,
+    ) -> bool {
+        self.memberships
+            .iter()
+            .filter(|m| channel.is_none_or(|c| m.channel == c))
+            .any(|m| {
+                m.replaces.as_deref() == Some(name)
+                    || m.skips.iter().any(|s| s == name)
+                    || version.is_some_and(|v| m.skip_range.as_ref().is_some_and(|r| r.matches(v)))
+            })
     }
 }
 
@@ -135,12 +143,18 @@ impl Index {
         let mut memberships: HashMap<(&str, &str), Vec<Membership>> = HashMap::new();
         for c in &fbc.channels {
             for e in &c.entries {
-                memberships.entry((c.package.as_str(), e.name.as_str())).or_default().push(Membership {
-                    channel: c.name.clone(),
-                    replaces: e.replaces.clone().filter(|r| !r.is_empty()),
-                    skips: e.skips.clone(),
-                    skip_range: e.skip_range.as_deref().and_then(|r| blang::Range::parse(r).ok()),
-                });
+                memberships
+                    .entry((c.package.as_str(), e.name.as_str()))
+                    .or_default()
+                    .push(Membership {
+                        channel: c.name.clone(),
+                        replaces: e.replaces.clone().filter(|r| !r.is_empty()),
+                        skips: e.skips.clone(),
+                        skip_range: e
+                            .skip_range
+                            .as_deref()
+                            .and_then(|r| blang::Range::parse(r).ok()),
+                    });
             }
         }
         let deprecated: HashSet<(&str, &str)> = fbc
@@ -154,7 +168,9 @@ impl Index {
             })
             .collect();
         for b in &fbc.bundles {
-            let Some(version) = b.version.clone() else { continue };
+            let Some(version) = b.version.clone() else {
+                continue;
+            };
             let key = (b.package.as_str(), b.name.as_str());
             let entry = Entry {
                 catalog: ci,
@@ -177,7 +193,10 @@ impl Index {
                 requires_gvks: b.required_gvks().cloned().collect(),
             };
             let id = self.entries.len();
-            self.by_package.entry(entry.package.clone()).or_default().push(id);
+            self.by_package
+                .entry(entry.package.clone())
+                .or_default()
+                .push(id);
             for g in &entry.provides {
                 self.providers.entry(g.clone()).or_default().push(id);
             }
@@ -187,7 +206,10 @@ impl Index {
 
     /// The entries of `package` (empty when no catalog has it).
     pub fn package_entries(&self, package: &str) -> &[usize] {
-        self.by_package.get(package).map(Vec::as_slice).unwrap_or_default()
+        self.by_package
+            .get(package)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
     }
 
     /// Preference order of candidates, best first: not deprecated, then highest version, then
@@ -206,6 +228,9 @@ impl Index {
     /// `name (version, catalog)`, how messages name a bundle.
     pub fn describe(&self, e: usize) -> String {
         let entry = &self.entries[e];
-        format!("{} ({}, catalog {})", entry.name, entry.version, self.catalogs[entry.catalog].name)
+        format!(
+            "{} ({}, catalog {})",
+            entry.name, entry.version, self.catalogs[entry.catalog].name
+        )
     }
 }

@@ -61,13 +61,19 @@ impl ResolveError {
     /// The sentences of the error.
     pub fn sentences(&self) -> &[String] {
         match self {
-            ResolveError::InvalidRequest(s) | ResolveError::Unsatisfiable(s) | ResolveError::Ambiguous(s) => s,
+            ResolveError::InvalidRequest(s)
+            | ResolveError::Unsatisfiable(s)
+            | ResolveError::Ambiguous(s) => s,
         }
     }
 }
 
 /// Resolves every request jointly. The result has one entry per request, in request order.
-pub fn resolve(index: &Index, requests: &[Request], installed: &[Installed]) -> Result<Vec<Resolved>, ResolveError> {
+pub fn resolve(
+    index: &Index,
+    requests: &[Request],
+    installed: &[Installed],
+) -> Result<Vec<Resolved>, ResolveError> {
     let mut compiled = Vec::new();
     let mut invalid = Vec::new();
     for r in requests {
@@ -82,7 +88,12 @@ pub fn resolve(index: &Index, requests: &[Request], installed: &[Installed]) -> 
     // A request nothing satisfies needs no solver, and its explanation is the most precise.
     let empty: Vec<String> = compiled
         .iter()
-        .filter(|c| index.package_entries(&c.request.package_name).iter().all(|&e| !c.admits(index, e)))
+        .filter(|c| {
+            index
+                .package_entries(&c.request.package_name)
+                .iter()
+                .all(|&e| !c.admits(index, e))
+        })
         .map(|c| explain::no_candidates(index, c))
         .collect();
     if !empty.is_empty() {
@@ -94,24 +105,37 @@ pub fn resolve(index: &Index, requests: &[Request], installed: &[Installed]) -> 
     let all: Vec<usize> = (0..compiled.len()).collect();
     let solution = match solve(&mut solver, &all) {
         Ok(s) => s,
-        Err(conflict) => return Err(ResolveError::Unsatisfiable(explain::conflict(&mut solver, &compiled, conflict))),
+        Err(conflict) => {
+            return Err(ResolveError::Unsatisfiable(explain::conflict(
+                &mut solver,
+                &compiled,
+                conflict,
+            )));
+        }
     };
     let provider = solver.provider();
-    let chosen: Vec<usize> =
-        solution.iter().filter(|&&s| provider.is_bundle(s)).map(|&s| provider.entry_of(s)).collect();
+    let chosen: Vec<usize> = solution
+        .iter()
+        .filter(|&&s| provider.is_bundle(s))
+        .map(|&s| provider.entry_of(s))
+        .collect();
     let mut resolved = Vec::new();
     let mut ties = Vec::new();
     for (i, c) in compiled.iter().enumerate() {
-        let Some(&e) = chosen.iter().find(|&&e| index.entries[e].package == c.request.package_name) else {
+        let Some(&e) = chosen
+            .iter()
+            .find(|&&e| index.entries[e].package == c.request.package_name)
+        else {
             return Err(ResolveError::Unsatisfiable(vec![format!(
                 "bundle for package {:?} not found in solution",
                 c.request.package_name
             )]));
         };
         if let Some(sentence) = explain::tie(index, &compiled, e)
-            && !ties.contains(&sentence) {
-                ties.push(sentence);
-            }
+            && !ties.contains(&sentence)
+        {
+            ties.push(sentence);
+        }
         let entry = &index.entries[e];
         resolved.push(Resolved {
             request: i,
@@ -136,7 +160,10 @@ fn solve(
     solver: &mut Solver<Provider<'_>>,
     requests: &[usize],
 ) -> Result<Vec<resolvo::SolvableId>, Option<resolvo::conflict::Conflict>> {
-    let requirements = requests.iter().map(|&i| solver.provider().request_requirement(i)).collect();
+    let requirements = requests
+        .iter()
+        .map(|&i| solver.provider().request_requirement(i))
+        .collect();
     match solver.solve(Problem::new().requirements(requirements)) {
         Ok(s) => Ok(s),
         Err(UnsolvableOrCancelled::Unsolvable(c)) => Err(Some(c)),

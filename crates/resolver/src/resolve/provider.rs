@@ -85,7 +85,10 @@ pub(crate) struct Provider<'a> {
 impl<'a> Provider<'a> {
     pub fn new(index: &'a Index, requests: &'a [Compiled]) -> Self {
         let pool = Pool::new();
-        let requested: HashSet<String> = requests.iter().map(|r| r.request.package_name.clone()).collect();
+        let requested: HashSet<String> = requests
+            .iter()
+            .map(|r| r.request.package_name.clone())
+            .collect();
         let mut bundle_solvables = HashMap::new();
         let mut gvk_solvables: HashMap<Gvk, Vec<SolvableId>> = HashMap::new();
         for package in &requested {
@@ -94,16 +97,28 @@ impl<'a> Provider<'a> {
                 bundle_solvables.insert(e, pool.intern_solvable(name, Record::Bundle(e)));
                 for g in &index.entries[e].provides {
                     let gname = pool.intern_package_name(Name::Gvk(g.clone()));
-                    gvk_solvables.entry(g.clone()).or_default().push(pool.intern_solvable(gname, Record::Provides(e)));
+                    gvk_solvables
+                        .entry(g.clone())
+                        .or_default()
+                        .push(pool.intern_solvable(gname, Record::Provides(e)));
                 }
             }
         }
-        Self { index, requests, pool, requested, bundle_solvables, gvk_solvables }
+        Self {
+            index,
+            requests,
+            pool,
+            requested,
+            bundle_solvables,
+            gvk_solvables,
+        }
     }
 
     /// The root requirement of request `i`.
     pub fn request_requirement(&self, i: usize) -> ConditionalRequirement {
-        let name = self.pool.intern_package_name(Name::Package(self.requests[i].request.package_name.clone()));
+        let name = self
+            .pool
+            .intern_package_name(Name::Package(self.requests[i].request.package_name.clone()));
         ConditionalRequirement::from(self.pool.intern_version_set(name, Set::Request(i)))
     }
 
@@ -125,7 +140,10 @@ impl<'a> Provider<'a> {
             (Set::Dependency { entry, dep }, Record::Bundle(e)) => {
                 let d = &self.index.entries[*entry].requires_packages[*dep];
                 let candidate = &self.index.entries[e];
-                candidate.package == d.package && d.range.as_ref().is_some_and(|r| r.matches(&candidate.version))
+                candidate.package == d.package
+                    && d.range
+                        .as_ref()
+                        .is_some_and(|r| r.matches(&candidate.version))
             }
             (Set::Exactly(x), Record::Bundle(e) | Record::Provides(e)) => *x == e,
             (Set::Any, _) => true,
@@ -154,7 +172,10 @@ impl Interner for Provider<'_> {
         match self.pool.resolve_version_set(version_set) {
             Set::Request(i) => self.requests[*i].describe_constraints(),
             Set::Dependency { entry, dep } => {
-                format!("{:?}", self.index.entries[*entry].requires_packages[*dep].range_text)
+                format!(
+                    "{:?}",
+                    self.index.entries[*entry].requires_packages[*dep].range_text
+                )
             }
             Set::Exactly(e) => self.index.entries[*e].name.clone(),
             Set::Any => "*".to_owned(),
@@ -173,7 +194,10 @@ impl Interner for Provider<'_> {
         self.pool.resolve_solvable(solvable).name
     }
 
-    fn version_sets_in_union(&self, union: VersionSetUnionId) -> impl Iterator<Item = VersionSetId> {
+    fn version_sets_in_union(
+        &self,
+        union: VersionSetUnionId,
+    ) -> impl Iterator<Item = VersionSetId> {
         self.pool.resolve_version_set_union(union)
     }
 
@@ -183,7 +207,12 @@ impl Interner for Provider<'_> {
 }
 
 impl DependencyProvider for Provider<'_> {
-    async fn filter_candidates(&self, candidates: &[SolvableId], version_set: VersionSetId, inverse: bool) -> Vec<SolvableId> {
+    async fn filter_candidates(
+        &self,
+        candidates: &[SolvableId],
+        version_set: VersionSetId,
+        inverse: bool,
+    ) -> Vec<SolvableId> {
         let set = self.pool.resolve_version_set(version_set);
         candidates
             .iter()
@@ -194,13 +223,20 @@ impl DependencyProvider for Provider<'_> {
 
     async fn get_candidates(&self, name: NameId) -> Option<Candidates> {
         let candidates = match self.pool.resolve_package_name(name) {
-            Name::Package(p) if self.requested.contains(p) => {
-                self.index.package_entries(p).iter().filter_map(|e| self.bundle_solvables.get(e).copied()).collect()
-            }
+            Name::Package(p) if self.requested.contains(p) => self
+                .index
+                .package_entries(p)
+                .iter()
+                .filter_map(|e| self.bundle_solvables.get(e).copied())
+                .collect(),
             Name::Package(_) => Vec::new(),
             Name::Gvk(g) => self.gvk_solvables.get(g).cloned().unwrap_or_default(),
         };
-        Some(Candidates { candidates, hint_dependencies_available: HintDependenciesAvailable::All, ..Default::default() })
+        Some(Candidates {
+            candidates,
+            hint_dependencies_available: HintDependenciesAvailable::All,
+            ..Default::default()
+        })
     }
 
     async fn sort_candidates(&self, _solver: &SolverCache<Self>, solvables: &mut [SolvableId]) {
@@ -213,8 +249,14 @@ impl DependencyProvider for Provider<'_> {
             Record::Bundle(e) => {
                 let entry = &self.index.entries[e];
                 for (dep, d) in entry.requires_packages.iter().enumerate() {
-                    let name = self.pool.intern_package_name(Name::Package(d.package.clone()));
-                    requirements.push(self.pool.intern_version_set(name, Set::Dependency { entry: e, dep }).into());
+                    let name = self
+                        .pool
+                        .intern_package_name(Name::Package(d.package.clone()));
+                    requirements.push(
+                        self.pool
+                            .intern_version_set(name, Set::Dependency { entry: e, dep })
+                            .into(),
+                    );
                 }
                 for g in &entry.requires_gvks {
                     let name = self.pool.intern_package_name(Name::Gvk(g.clone()));
@@ -226,10 +268,15 @@ impl DependencyProvider for Provider<'_> {
                 }
             }
             Record::Provides(e) => {
-                let name = self.pool.intern_package_name(Name::Package(self.index.entries[e].package.clone()));
+                let name = self
+                    .pool
+                    .intern_package_name(Name::Package(self.index.entries[e].package.clone()));
                 requirements.push(self.pool.intern_version_set(name, Set::Exactly(e)).into());
             }
         }
-        Dependencies::Known(KnownDependencies { requirements, constrains: Vec::new() })
+        Dependencies::Known(KnownDependencies {
+            requirements,
+            constrains: Vec::new(),
+        })
     }
 }

@@ -87,15 +87,23 @@ impl Compiled {
         let constraint = match request.version.as_deref().map(str::trim) {
             None | Some("") => None,
             Some(v) => Some(masterminds::Constraint::parse(v).map_err(|e| {
-                format!("request {}: invalid version range {v:?}: {e}", request.display_name())
+                format!(
+                    "request {}: invalid version range {v:?}: {e}",
+                    request.display_name()
+                )
             })?),
         };
-        let current = installed.iter().find(|i| i.package_name == request.package_name);
+        let current = installed
+            .iter()
+            .find(|i| i.package_name == request.package_name);
         let from = match current {
             Some(i) if request.upgrade_constraint_policy == UpgradeConstraintPolicy::Enforce => {
                 let version = match &i.version {
                     Some(v) => Some(crate::range::parse_bundle_version(v).map_err(|e| {
-                        format!("installed bundle {:?} has an invalid version {v:?}: {e}", i.bundle)
+                        format!(
+                            "installed bundle {:?} has an invalid version {v:?}: {e}",
+                            i.bundle
+                        )
                     })?),
                     None => index
                         .package_entries(&i.package_name)
@@ -108,7 +116,11 @@ impl Compiled {
             }
             _ => None,
         };
-        Ok(Self { request: request.clone(), constraint, from })
+        Ok(Self {
+            request: request.clone(),
+            constraint,
+            from,
+        })
     }
 
     /// The first filter `e` fails, or `None` when it satisfies the request.
@@ -119,21 +131,26 @@ impl Compiled {
             return Some(Filter::Package);
         }
         if let Some(sel) = &r.catalog_selector
-            && !sel.matches(&index.catalogs[entry.catalog].labels) {
-                return Some(Filter::Catalog);
-            }
+            && !sel.matches(&index.catalogs[entry.catalog].labels)
+        {
+            return Some(Filter::Catalog);
+        }
         if let Some(ch) = &r.channel
-            && !entry.in_channel(ch) {
-                return Some(Filter::Channel);
-            }
+            && !entry.in_channel(ch)
+        {
+            return Some(Filter::Channel);
+        }
         if let Some(c) = &self.constraint
-            && !c.matches(&entry.version) {
-                return Some(Filter::Version);
-            }
+            && !c.matches(&entry.version)
+        {
+            return Some(Filter::Version);
+        }
         if let Some((name, version)) = &self.from
-            && entry.name != *name && !entry.is_successor_of(name, version.as_ref(), r.channel.as_deref()) {
-                return Some(Filter::UpgradeEdge);
-            }
+            && entry.name != *name
+            && !entry.is_successor_of(name, version.as_ref(), r.channel.as_deref())
+        {
+            return Some(Filter::UpgradeEdge);
+        }
         None
     }
 

@@ -34,7 +34,9 @@ impl LabelSelector {
     /// Whether `labels` satisfy the selector. Unknown operators match nothing, as the API server
     /// would have rejected them.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        self.match_labels.iter().all(|(k, v)| labels.get(k) == Some(v))
+        self.match_labels
+            .iter()
+            .all(|(k, v)| labels.get(k) == Some(v))
             && self.match_expressions.iter().all(|e| {
                 let value = labels.get(&e.key);
                 match e.operator.as_str() {
@@ -55,7 +57,11 @@ impl LabelSelector {
 
 impl std::fmt::Display for LabelSelector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut parts: Vec<String> = self.match_labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let mut parts: Vec<String> = self
+            .match_labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
         for e in &self.match_expressions {
             parts.push(match e.operator.as_str() {
                 "Exists" => e.key.clone(),
@@ -72,7 +78,10 @@ mod tests {
     use super::*;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     fn expr(key: &str, op: &str, values: &[&str]) -> LabelSelectorRequirement {
@@ -100,12 +109,37 @@ mod tests {
                 expr("owner", "Exists", &[]),
             ],
         };
-        assert!(s.matches(&labels(&[("tier", "community"), ("env", "prod"), ("owner", "x")])));
-        assert!(!s.matches(&labels(&[("tier", "community"), ("env", "dev"), ("owner", "x")])));
-        assert!(!s.matches(&labels(&[("tier", "community"), ("env", "prod"), ("owner", "x"), ("legacy", "1")])));
-        assert!(!s.matches(&labels(&[("tier", "community"), ("env", "prod"), ("owner", "x"), ("zone", "eu")])));
+        assert!(s.matches(&labels(&[
+            ("tier", "community"),
+            ("env", "prod"),
+            ("owner", "x")
+        ])));
+        assert!(!s.matches(&labels(&[
+            ("tier", "community"),
+            ("env", "dev"),
+            ("owner", "x")
+        ])));
+        assert!(!s.matches(&labels(&[
+            ("tier", "community"),
+            ("env", "prod"),
+            ("owner", "x"),
+            ("legacy", "1")
+        ])));
+        assert!(!s.matches(&labels(&[
+            ("tier", "community"),
+            ("env", "prod"),
+            ("owner", "x"),
+            ("zone", "eu")
+        ])));
         assert!(!s.matches(&labels(&[("tier", "community"), ("env", "prod")])));
-        assert!(!s.matches(&labels(&[("tier", "other"), ("env", "prod"), ("owner", "x")])));
-        assert_eq!(s.to_string(), "tier=community,env in (prod,stage),!legacy,zone notin (eu),owner");
+        assert!(!s.matches(&labels(&[
+            ("tier", "other"),
+            ("env", "prod"),
+            ("owner", "x")
+        ])));
+        assert_eq!(
+            s.to_string(),
+            "tier=community,env in (prod,stage),!legacy,zone notin (eu),owner"
+        );
     }
 }

@@ -1,0 +1,35 @@
+//! blang ranges: parsing arbitrary text never panics, a parsed range keeps its text, and
+//! matching never panics.
+#![no_main]
+
+use std::sync::LazyLock;
+
+use libfuzzer_sys::fuzz_target;
+use olm_resolver::range::blang::Range;
+use semver::Version;
+
+static VERSIONS: LazyLock<Vec<Version>> = LazyLock::new(|| {
+    [
+        "0.0.0",
+        "0.0.1-0",
+        "1.2.3",
+        "1.2.3-rc.1+b",
+        "2.0.0-0",
+        "18446744073709551615.0.0",
+    ]
+    .iter()
+    .filter_map(|v| Version::parse(v).ok())
+    .collect()
+});
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(range) = Range::parse(text) {
+        assert_eq!(range.to_string(), text);
+        for version in VERSIONS.iter() {
+            let _ = range.matches(version);
+        }
+    }
+});
