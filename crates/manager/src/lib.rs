@@ -1,2 +1,101 @@
-//! What every olm-rs manager binary shares: client setup, metrics, health endpoints, leader
-//! election, tracing, shutdown and events. Filled as the managers are built.
+//! What every olm-rs manager binary shares, so catalogd, operator-controller and
+//! catalog-switcher start, observe and stop the same way.
+//!
+//! A manager's `main` typically runs, in this order:
+//!
+//! 1. [`telemetry::init_tracing`] — logs first, so every later failure is visible;
+//! 2. [`shutdown::shutdown_on_signals`] — one [`CancellationToken`](tokio_util::sync::CancellationToken)
+//!    that every controller and server stops on;
+//! 3. [`client::client`] — installs the rustls `ring` provider, then builds the kube client;
+//! 4. [`metrics::Metrics::new`] and [`admin::Readiness`] — shared by the controllers;
+//! 5. [`admin::serve_admin`] — `/metrics`, `/healthz`, `/readyz` on their own port;
+//! 6. the controllers, each timing reconciles with [`metrics::Metrics::reconcile_timer`] and
+//!    reporting through [`events::EventPublisher`].
+
+pub mod admin;
+pub mod client;
+pub mod events;
+pub mod metrics;
+pub mod shutdown;
+pub mod telemetry;
+
+pub use admin::{Readiness, ReadinessHandle, bind_admin, router, serve_admin, serve_admin_on};
+pub use client::{client, install_crypto_provider};
+pub use events::EventPublisher;
+pub use kube::runtime::events::EventType;
+pub use metrics::{Metrics, ReconcileOutcome, ReconcileTimer};
+pub use shutdown::{shutdown_on_signals, try_shutdown_on_signals};
+pub use telemetry::{LogFormat, init_tracing};
+
+use std::net::SocketAddr;
+
+/// Everything that can go wrong while setting a manager up. Reconcile errors belong to each
+/// controller; these are start-up and infrastructure failures.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Neither KUBECONFIG, `~/.kube/config` nor the in-cluster service account gave a client.
+    #[error(
+        "could not build a Kubernetes client from KUBECONFIG, ~/.kube/config or the in-cluster \
+         service account"
+    )]
+    Client(#[source] kube::Error),
+
+    /// A metric family could not be created, registered or encoded.
+    #[error("metrics registry failed")]
+    Metrics(#[from] prometheus::Error),
+
+    /// The admin server's address is taken or not allowed.
+    #[error("could not bind the admin server to {addr}")]
+    Bind {
+        /// The address that was asked for.
+        addr: SocketAddr,
+        /// Why binding failed.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The admin server stopped with an I/O error.
+    #[error("the admin server failed")]
+    Serve(#[source] std::io::Error),
+
+    /// `--log-format` (or its environment variable) named no known format.
+    #[error("unknown log format {0:?}: expected `plain` or `json`")]
+    UnknownLogFormat(String),
+
+    /// `RUST_LOG` or the default filter is not a valid tracing filter.
+    #[error("invalid log filter {filter:?} (from {origin})")]
+    LogFilter {
+        /// The filter text.
+        filter: String,
+        /// Where it came from: `RUST_LOG` or the built-in default.
+        origin: &'static str,
+        /// The parser's complaint.
+        #[source]
+        source: tracing_subscriber::filter::ParseError,
+    },
+
+    /// `RUST_LOG` is set but is not UTF-8.
+    #[error("RUST_LOG is not valid UTF-8")]
+    LogFilterEncoding,
+
+    /// A global tracing subscriber (or `log` logger) was already installed.
+    #[error("could not install the tracing subscriber; is one already installed?")]
+    TracingInit(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
+
+    /// SIGTERM or SIGINT handlers could not be installed.
+    #[error("could not listen for SIGTERM/SIGINT")]
+    Signals(#[source] std::io::Error),
+}
+
+/// `error: cause: cause…` on one line, for a log field or an event note; `Display` alone
+/// shows only the outermost message.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,1 @@
+//! catalogd library (being built).

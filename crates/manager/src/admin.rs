@@ -1,0 +1,229 @@
+//! The admin HTTP server: `/metrics`, `/healthz` and `/readyz` on a port of their own, apart
+//! from any content a manager serves, so probes and scrapes never queue behind catalog
+//! downloads.
+//!
+//! * `GET /healthz` answers 200 `ok` while the process can serve at all (liveness).
+//! * `GET /readyz` answers 200 `ok` once every registered [`Readiness`] check is ready, and
+//!   503 naming the checks that are not. A manager starts unready and its watches mark
+//!   themselves ready once synced, as kubert does.
+//! * `GET /metrics` is the [`Metrics`] registry in text format 0.0.4.
+//!
+//! The server stops accepting connections when the shutdown token is cancelled and returns
+//! once in-flight requests finish.
+
+use crate::{Error, error_chain, metrics::Metrics};
+use axum::{
+    Router,
+    extract::State,
+    http::{StatusCode, header},
+    response::{IntoResponse, Response},
+    routing::get,
+};
+use std::{
+    net::SocketAddr,
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicBool, Ordering},
+    },
+};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+/// The content type Prometheus's Go client sends for text format 0.0.4.
+pub const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Named readiness checks shared by a manager's subsystems. Cloning is cheap and every clone
+/// sees the same checks.
+#[derive(Clone, Debug, Default)]
+pub struct Readiness {
+    checks: Arc<Mutex<Vec<ReadinessHandle>>>,
+}
+
+/// One readiness check, as returned by [`Readiness::register`]. Starts not ready. Cloning
+/// gives another handle to the same check.
+#[derive(Clone, Debug)]
+pub struct ReadinessHandle {
+    name: Arc<str>,
+    ready: Arc<AtomicBool>,
+}
+
+impl Readiness {
+    /// No checks yet: ready until something registers.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a check named `name` (e.g. `catalog-watch`) that is not ready until its handle says
+    /// so. Registering a name twice adds two independent checks.
+    pub fn register(&self, name: impl Into<String>) -> ReadinessHandle {
+        let handle = ReadinessHandle {
+            name: Arc::from(name.into()),
+            ready: Arc::new(AtomicBool::new(false)),
+        };
+        self.lock().push(handle.clone());
+        handle
+    }
+
+    /// The names of the checks that are not ready, in registration order.
+    pub fn not_ready(&self) -> Vec<String> {
+        self.lock()
+            .iter()
+            .filter(|check| !check.is_ready())
+            .map(|check| check.name.to_string())
+            .collect()
+    }
+
+    /// Whether every registered check is ready.
+    pub fn is_ready(&self) -> bool {
+        self.lock().iter().all(ReadinessHandle::is_ready)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<ReadinessHandle>> {
+        // The list is only ever pushed to, so a panic elsewhere cannot leave it inconsistent.
+        self.checks.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl ReadinessHandle {
+    /// Marks the check ready or, e.g. after a watch lost its connection, not ready again.
+    pub fn set_ready(&self, ready: bool) {
+        self.ready.store(ready, Ordering::Release);
+    }
+
+    /// Whether this check is ready.
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    /// The name the check was registered under.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+#[derive(Clone)]
+struct AdminState {
+    metrics: Arc<Metrics>,
+    readiness: Readiness,
+}
+
+/// The admin routes, for callers that serve them themselves. Other paths are 404, other
+/// methods 405.
+pub fn router(metrics: Arc<Metrics>, readiness: Readiness) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics_handler))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .with_state(AdminState { metrics, readiness })
+}
+
+async fn metrics_handler(State(state): State<AdminState>) -> Response {
+    match state.metrics.encode() {
+        Ok(body) => ([(header::CONTENT_TYPE, METRICS_CONTENT_TYPE)], body).into_response(),
+        Err(error) => {
+            tracing::warn!(error = %error_chain(&error), "could not encode metrics");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "could not encode metrics\n",
+            )
+                .into_response()
+        }
+    }
+}
+
+async fn healthz() -> &'static str {
+    "ok"
+}
+
+async fn readyz(State(state): State<AdminState>) -> Response {
+    let not_ready = state.readiness.not_ready();
+    if not_ready.is_empty() {
+        (StatusCode::OK, "ok").into_response()
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("not ready: {}", not_ready.join(", ")),
+        )
+            .into_response()
+    }
+}
+
+/// Binds `addr` so the caller learns the real address (useful with port 0) before serving.
+///
+/// # Errors
+///
+/// [`Error::Bind`] if the address is taken or not allowed.
+pub async fn bind_admin(addr: SocketAddr) -> Result<(TcpListener, SocketAddr), Error> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| Error::Bind { addr, source })?;
+    let bound = listener
+        .local_addr()
+        .map_err(|source| Error::Bind { addr, source })?;
+    Ok((listener, bound))
+}
+
+/// Binds `addr` and serves the admin routes until `shutdown` is cancelled.
+///
+/// # Errors
+///
+/// [`Error::Bind`] if the address cannot be bound, [`Error::Serve`] if serving fails.
+pub async fn serve_admin(
+    addr: SocketAddr,
+    metrics: Arc<Metrics>,
+    readiness: Readiness,
+    shutdown: CancellationToken,
+) -> Result<(), Error> {
+    let (listener, _bound) = bind_admin(addr).await?;
+    serve_admin_on(listener, metrics, readiness, shutdown).await
+}
+
+/// Serves the admin routes on an already bound listener until `shutdown` is cancelled, then
+/// waits for in-flight requests.
+///
+/// # Errors
+///
+/// [`Error::Serve`] if serving fails.
+pub async fn serve_admin_on(
+    listener: TcpListener,
+    metrics: Arc<Metrics>,
+    readiness: Readiness,
+    shutdown: CancellationToken,
+) -> Result<(), Error> {
+    let addr = listener.local_addr().ok();
+    tracing::info!(?addr, "admin server listening");
+    axum::serve(listener, router(metrics, readiness))
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await
+        .map_err(Error::Serve)?;
+    tracing::info!(?addr, "admin server stopped");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Readiness;
+
+    #[test]
+    fn readiness_without_checks_is_ready() {
+        assert!(Readiness::new().is_ready());
+    }
+
+    #[test]
+    fn readiness_waits_for_every_check_and_names_the_missing_ones() {
+        let readiness = Readiness::new();
+        let watch = readiness.register("catalog-watch");
+        let cache = readiness.clone().register("cache-warm");
+        assert!(!readiness.is_ready());
+        assert_eq!(readiness.not_ready(), ["catalog-watch", "cache-warm"]);
+
+        watch.set_ready(true);
+        assert_eq!(readiness.not_ready(), ["cache-warm"]);
+        cache.set_ready(true);
+        assert!(readiness.is_ready());
+
+        watch.set_ready(false);
+        assert_eq!(readiness.not_ready(), ["catalog-watch"]);
+        assert_eq!(watch.name(), "catalog-watch");
+    }
+}

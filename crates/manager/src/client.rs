@@ -1,0 +1,39 @@
+//! The Kubernetes client every manager uses, and the one TLS crypto provider the process runs.
+//!
+//! kube, reqwest and rustls each can bring a crypto provider; with more than one compiled in,
+//! rustls refuses to guess. We build with `ring` only and install it as the process default
+//! before anything opens a TLS connection.
+
+use crate::Error;
+
+/// Installs rustls's `ring` provider as the process-wide default.
+///
+/// Idempotent: if a provider is already installed (by an earlier call or another library) this
+/// does nothing, since the first installed provider stays in force either way.
+pub fn install_crypto_provider() {
+    // `Err` only means a provider is already installed, which is what we want.
+    let _already_installed = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// Installs the crypto provider, then builds a client from KUBECONFIG (or `~/.kube/config`)
+/// or, inside a pod, from the service account.
+///
+/// # Errors
+///
+/// [`Error::Client`] when no configuration is found or it is unusable.
+pub async fn client() -> Result<kube::Client, Error> {
+    install_crypto_provider();
+    kube::Client::try_default().await.map_err(Error::Client)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::install_crypto_provider;
+
+    #[test]
+    fn installing_the_provider_twice_keeps_one_default() {
+        install_crypto_provider();
+        install_crypto_provider();
+        assert!(rustls::crypto::CryptoProvider::get_default().is_some());
+    }
+}
