@@ -11,5 +11,7 @@ echo "test: prerequisites ready after $((SECONDS - start))s" >&2
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# The e2e tests run the manager binaries as local processes.
+cargo build --workspace --bins --locked
 cargo test --workspace --locked --no-fail-fast
 echo "test: all tests passed in $((SECONDS - start))s" >&2

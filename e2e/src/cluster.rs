@@ -109,7 +109,7 @@ fn read_env(path: &Path) -> Result<BTreeMap<String, String>> {
 
 /// Runs a future to completion on a runtime of its own, on a thread of its own, so it can be
 /// called from inside any test's runtime. Clients must not outlive the runtime that made them.
-fn run_blocking<F, T>(fut: F) -> Result<T>
+pub fn run_blocking<F, T>(fut: F) -> Result<T>
 where
     F: std::future::Future<Output = T> + Send + 'static,
     T: Send + 'static,

@@ -10,6 +10,7 @@
 pub mod apply;
 pub mod cluster;
 pub mod context;
+pub mod manager;
 pub mod samples;
 pub mod table;
 pub mod wait;

@@ -154,7 +154,11 @@ pub struct ImageSource {
     #[schemars(schema_with = "duration_schema")]
     pub poll_interval: Option<String>,
     /// Skip TLS verification of the registry (for test registries only).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(
+        rename = "insecureSkipTLSVerify",
+        default,
+        skip_serializing_if = "std::ops::Not::not"
+    )]
     pub insecure_skip_tls_verify: bool,
 }
 
@@ -335,7 +339,11 @@ pub struct CatalogStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub short_content_hash: Option<String>,
     /// Where the served content can be fetched (all.json).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "contentURL",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub content_url: Option<String>,
     /// The generation the status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]

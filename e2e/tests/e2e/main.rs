@@ -2,6 +2,7 @@
 //! control plane is started once for all of them.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
+mod catalogd;
 mod garbage_collection;
 mod samples;
 mod validation;

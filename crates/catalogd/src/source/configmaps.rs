@@ -1,0 +1,131 @@
+//! The `configMaps` source: every key of each ConfigMap's `data` and `binaryData` becomes a
+//! file under the entry's `path`. ConfigMaps live in catalogd's own namespace unless another
+//! namespace is named and allowed by `--allowed-configmap-namespaces`.
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::Api;
+use kube::{Client, ResourceExt};
+use olm_api::catalog::{Catalog, ConfigMapSource, ResolvedConfigMap, ResolvedSource, SourceType};
+
+use super::{CatalogSource, Fetched, SourceError, reasons};
+
+/// Reads catalog content from ConfigMaps.
+pub struct ConfigMapsSource {
+    client: Client,
+    own_namespace: String,
+    allowed_namespaces: Vec<String>,
+}
+
+impl ConfigMapsSource {
+    /// A source that reads ConfigMaps in `own_namespace` and in `allowed_namespaces`.
+    pub fn new(client: Client, own_namespace: String, allowed_namespaces: Vec<String>) -> Self {
+        Self {
+            client,
+            own_namespace,
+            allowed_namespaces,
+        }
+    }
+
+    /// The namespace an entry reads, when allowed.
+    pub fn namespace_of(&self, entry: &ConfigMapSource) -> Result<String, SourceError> {
+        let ns = entry
+            .config_map
+            .namespace
+            .clone()
+            .unwrap_or_else(|| self.own_namespace.clone());
+        if ns == self.own_namespace || self.allowed_namespaces.contains(&ns) {
+            Ok(ns)
+        } else {
+            Err(SourceError::new(
+                reasons::NAMESPACE_NOT_ALLOWED,
+                format!(
+                    "ConfigMap {ns}/{} is in namespace {ns:?}, which catalogd may not read; move it to {:?} or start catalogd with --allowed-configmap-namespaces={ns}",
+                    entry.config_map.name, self.own_namespace
+                ),
+            ))
+        }
+    }
+
+    /// Namespaces whose ConfigMaps catalogd watches.
+    pub fn watched_namespaces(&self) -> Vec<String> {
+        let mut all = vec![self.own_namespace.clone()];
+        all.extend(
+            self.allowed_namespaces
+                .iter()
+                .filter(|n| **n != self.own_namespace)
+                .cloned(),
+        );
+        all
+    }
+
+    async fn read(
+        &self,
+        catalog: &Catalog,
+        previous: Option<&ResolvedSource>,
+        have_content: bool,
+    ) -> Result<Fetched, SourceError> {
+        let entries = catalog.spec.source.config_maps.clone().unwrap_or_default();
+        let mut files = Vec::new();
+        let mut read = Vec::new();
+        for entry in &entries {
+            let ns = self.namespace_of(entry)?;
+            let name = &entry.config_map.name;
+            let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &ns);
+            let cm = api
+                .get_opt(name)
+                .await
+                .map_err(|e| SourceError::new(reasons::UNPACK_FAILED, format!("reading ConfigMap {ns}/{name}: {e}")))?
+                .ok_or_else(|| {
+                    SourceError::new(
+                        reasons::SOURCE_NOT_FOUND,
+                        format!("ConfigMap {ns}/{name} not found; the catalog unpacks as soon as it exists"),
+                    )
+                })?;
+            let dir = entry
+                .path
+                .as_deref()
+                .map(|p| p.trim_end_matches('/'))
+                .filter(|p| !p.is_empty() && *p != ".");
+            let file = |key: &str| match dir {
+                Some(d) => format!("{ns}/{name}/{d}/{key}"),
+                None => format!("{ns}/{name}/{key}"),
+            };
+            // BTreeMaps: keys come in a stable order.
+            for (key, value) in cm.data.iter().flatten() {
+                files.push((file(key), value.clone().into_bytes()));
+            }
+            for (key, value) in cm.binary_data.iter().flatten() {
+                files.push((file(key), value.0.clone()));
+            }
+            read.push(ResolvedConfigMap {
+                name: name.clone(),
+                namespace: ns,
+                uid: cm.uid().unwrap_or_default(),
+                resource_version: cm.resource_version().unwrap_or_default(),
+            });
+        }
+        let resolved = ResolvedSource {
+            type_: Some(SourceType::ConfigMaps),
+            config_maps: Some(read),
+            ..Default::default()
+        };
+        // The same ConfigMap versions as last time give the same content: nothing to parse.
+        if have_content && previous.is_some_and(|p| p.config_maps == resolved.config_maps) {
+            return Ok(Fetched::Unchanged { resolved });
+        }
+        Ok(Fetched::Content { files, resolved })
+    }
+}
+
+impl CatalogSource for ConfigMapsSource {
+    fn fetch<'a>(
+        &'a self,
+        catalog: &'a Catalog,
+        previous: Option<&'a ResolvedSource>,
+        have_content: bool,
+    ) -> BoxFuture<'a, Result<Fetched, SourceError>> {
+        self.read(catalog, previous, have_content).boxed()
+    }
+}

@@ -1,0 +1,102 @@
+//! Where catalog content comes from: one [`CatalogSource`] implementation per member of the
+//! `spec.source` union. A source fetches files (name, bytes); parsing, validation and storing
+//! are the pipeline's, the same for every source.
+
+pub mod configmaps;
+pub mod http;
+
+use futures::future::BoxFuture;
+use olm_api::catalog::{Catalog, ResolvedSource, SourceType};
+
+/// What a fetch produced.
+#[derive(Debug)]
+pub enum Fetched {
+    /// New (or possibly new) content, as named files, and exactly what was fetched.
+    Content {
+        /// The files, in a deterministic order.
+        files: Vec<(String, Vec<u8>)>,
+        /// What was fetched (versions, digests, checksums).
+        resolved: ResolvedSource,
+    },
+    /// The source says nothing changed since `previous`; the stored content stays. The
+    /// resolved source may carry a new poll time.
+    Unchanged {
+        /// The resolved source to record.
+        resolved: ResolvedSource,
+    },
+}
+
+/// Condition reasons a source can fail with (the `Unpacked` condition's reason).
+pub mod reasons {
+    /// The referenced object (ConfigMap, URL) does not exist.
+    pub const SOURCE_NOT_FOUND: &str = "SourceNotFound";
+    /// The fetch failed (network, HTTP status, timeout, archive).
+    pub const UNPACK_FAILED: &str = "UnpackFailed";
+    /// The content is larger than catalogd accepts.
+    pub const CONTENT_TOO_LARGE: &str = "ContentTooLarge";
+    /// The content does not have the pinned sha256.
+    pub const CHECKSUM_MISMATCH: &str = "ChecksumMismatch";
+    /// The source reads a namespace catalogd may not read.
+    pub const NAMESPACE_NOT_ALLOWED: &str = "NamespaceNotAllowed";
+    /// This catalogd does not implement the source type yet.
+    pub const UNSUPPORTED_SOURCE: &str = "UnsupportedSource";
+    /// A referenced Secret or CA bundle is missing or malformed.
+    pub const INVALID_CREDENTIALS: &str = "InvalidCredentials";
+}
+
+/// Why a fetch failed: a condition reason and a message that says what to fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}: {message}")]
+pub struct SourceError {
+    /// The `Unpacked` condition reason.
+    pub reason: &'static str,
+    /// What happened and what to do.
+    pub message: String,
+}
+
+impl SourceError {
+    /// A new error.
+    pub fn new(reason: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            reason,
+            message: message.into(),
+        }
+    }
+}
+
+/// A kind of catalog source.
+pub trait CatalogSource: Send + Sync {
+    /// Fetches the catalog's content. `previous` is what was fetched last time, and `have_content`
+    /// says whether that content is still stored, so an unchanged source can be skipped.
+    fn fetch<'a>(
+        &'a self,
+        catalog: &'a Catalog,
+        previous: Option<&'a ResolvedSource>,
+        have_content: bool,
+    ) -> BoxFuture<'a, Result<Fetched, SourceError>>;
+}
+
+/// The sources of this catalogd, by type.
+pub struct Sources {
+    /// `configMaps`.
+    pub config_maps: configmaps::ConfigMapsSource,
+    /// `http`.
+    pub http: http::HttpSource,
+}
+
+impl Sources {
+    /// The implementation for `type_`, or an error for types this catalogd does not serve yet.
+    pub fn get(&self, type_: SourceType) -> Result<&dyn CatalogSource, SourceError> {
+        match type_ {
+            SourceType::ConfigMaps => Ok(&self.config_maps),
+            SourceType::Http => Ok(&self.http),
+            other => Err(SourceError::new(
+                reasons::UNSUPPORTED_SOURCE,
+                format!(
+                    "this catalogd cannot unpack {} sources yet; use a configMaps or http source",
+                    other.as_str()
+                ),
+            )),
+        }
+    }
+}

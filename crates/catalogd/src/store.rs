@@ -1,0 +1,720 @@
+//! The content store: each Catalog's canonical content on disk, hash-addressed and swapped
+//! atomically, so the server always sees either the last good content or the new one, never a
+//! mix, and a crash at any point leaves the last good content served.
+//!
+//! Layout under the storage root:
+//!
+//! ```text
+//! <root>/<catalog>/<hash>/all.json      canonical JSON lines (what is served)
+//! <root>/<catalog>/<hash>/all.json.gz   gzip of all.json, so the server never compresses it
+//! <root>/<catalog>/<hash>/index.json    metas index: schema, package, name, offset, length
+//! <root>/<catalog>/current -> <hash>    symlink naming the served content
+//! <root>/<catalog>/.tmp-*               content being written (removed at open)
+//! ```
+//!
+//! `<hash>` is the sha256 of `all.json`, i.e. the Catalog's `status.contentHash`. A put writes
+//! and fsyncs a temporary directory, renames it to `<hash>`, points a temporary symlink at it
+//! and renames that over `current` (atomic on POSIX), then removes older hash directories.
+//!
+//! All functions block on file-system I/O: call them from `tokio::task::spawn_blocking` in
+//! async code. `Store` is `Send + Sync`; share it in an `Arc`. Puts and deletes of the same
+//! catalog are serialized by a per-catalog lock; reads take no lock (they retry when a
+//! concurrent put removes the directory they were about to open).
+
+mod index;
+
+use std::collections::HashMap;
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Write};
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::SystemTime;
+
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use olm_resolver::fbc::Fbc;
+use olm_resolver::fbc::canonical;
+use serde_json::Value;
+
+use index::{INDEX_VERSION, IndexFile};
+pub use index::{Index, IndexEntry, MetasFilter, Span};
+
+/// The canonical content file.
+pub const ALL_JSON: &str = "all.json";
+/// Its gzip.
+pub const ALL_JSON_GZ: &str = "all.json.gz";
+/// The metas index.
+pub const INDEX_JSON: &str = "index.json";
+/// The symlink naming the served hash directory.
+const CURRENT: &str = "current";
+/// Prefix of everything written before it is complete. Catalog names (DNS-1123) and hashes
+/// (hex) never start with a dot, so these never collide with content.
+const TMP_PREFIX: &str = ".tmp-";
+/// How often a read re-resolves `current` when a concurrent put removed what it pointed at.
+const RESOLVE_ATTEMPTS: usize = 5;
+
+/// Why the store failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The catalog name is not a DNS-1123 subdomain, so it is not a Kubernetes object name and
+    /// could escape the storage root.
+    #[error("invalid catalog name {name:?}: {reason}")]
+    InvalidName {
+        /// The name given.
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A file-system operation failed.
+    #[error("{op} {}: {source}", path.display())]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// On what.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: io::Error,
+    },
+    /// Stored files are not what the store writes (edited or damaged on disk).
+    #[error("corrupt content store at {}: {message}", path.display())]
+    Corrupt {
+        /// Where.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl StoreError {
+    fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> StoreError + 'a {
+        move |source| StoreError::Io {
+            op,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    /// True when a file or directory was missing: what a read racing a put or delete sees.
+    fn is_not_found(&self) -> bool {
+        matches!(self, StoreError::Io { source, .. } if source.kind() == io::ErrorKind::NotFound)
+    }
+}
+
+/// What is stored for a catalog.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stored {
+    /// sha256 (hex) of `all.json`: the Catalog's `status.contentHash` and the HTTP ETag.
+    pub hash: String,
+    /// Size of `all.json` in bytes (for `catalogd_catalog_content_bytes`).
+    pub size: u64,
+    /// When this content was first stored (mtime of its `all.json`); putting the same content
+    /// again does not change it.
+    pub last_modified: SystemTime,
+}
+
+/// Content rendered in canonical form with its index, ready to store. Building it is the CPU
+/// part of a put (render + sha256), so callers can do it first, e.g. to compare the hash with
+/// the one already served.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    bytes: Vec<u8>,
+    entries: Vec<IndexEntry>,
+    hash: String,
+}
+
+impl Rendered {
+    /// Renders every blob of `fbc` (byte-equal to [`Fbc::render`]).
+    pub fn from_fbc(fbc: &Fbc) -> Self {
+        Self::from_values(fbc.blobs.iter().map(|b| &b.value))
+    }
+
+    /// Renders `blobs` in order as canonical JSON lines, recording each line in the index.
+    pub fn from_values<'a>(blobs: impl IntoIterator<Item = &'a Value>) -> Self {
+        let blobs = blobs.into_iter();
+        let mut bytes = Vec::new();
+        let mut entries = Vec::with_capacity(blobs.size_hint().0);
+        for blob in blobs {
+            let start = bytes.len();
+            canonical::write_value(blob, &mut bytes);
+            bytes.push(b'\n');
+            entries.push(IndexEntry::for_blob(
+                blob,
+                start as u64,
+                (bytes.len() - start) as u64,
+            ));
+        }
+        let hash = canonical::sha256_hex(&bytes);
+        Self {
+            bytes,
+            entries,
+            hash,
+        }
+    }
+
+    /// The canonical JSON lines.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// One entry per line.
+    pub fn entries(&self) -> &[IndexEntry] {
+        &self.entries
+    }
+
+    /// sha256 (hex) of [`Rendered::bytes`].
+    pub fn hash(&self) -> &str {
+        &self.hash
+    }
+}
+
+/// Which file of the content to open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// `all.json`.
+    Identity,
+    /// `all.json.gz`.
+    Gzip,
+}
+
+/// An opened content file. The open handle keeps the bytes readable even if a concurrent put
+/// replaces the content and removes its directory.
+#[derive(Debug)]
+pub struct Opened {
+    /// What the file belongs to.
+    pub stored: Stored,
+    /// The open file.
+    pub file: File,
+    /// Its length in bytes.
+    pub len: u64,
+}
+
+/// The content store. See the module documentation.
+#[derive(Debug)]
+pub struct Store {
+    root: PathBuf,
+    /// Per-catalog locks serializing puts and deletes of one catalog.
+    locks: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+    /// The loaded index of each catalog's current content, keyed by catalog, with its hash:
+    /// metas queries would otherwise re-read and re-parse index.json every time.
+    indexes: Mutex<HashMap<String, (String, Arc<Index>)>>,
+}
+
+impl Store {
+    /// Opens (creating it if needed) the store at `root`, and removes what a crash may have
+    /// left: temporary directories and links, and hash directories `current` does not name.
+    pub fn open(root: impl Into<PathBuf>) -> Result<Store, StoreError> {
+        let root = root.into();
+        fs::create_dir_all(&root).map_err(StoreError::io("create", &root))?;
+        let store = Store {
+            root,
+            locks: Mutex::default(),
+            indexes: Mutex::default(),
+        };
+        store.clean_leftovers()?;
+        Ok(store)
+    }
+
+    /// The storage root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Stores `fbc` as the catalog's current content. See [`Store::put_rendered`].
+    pub fn put(&self, catalog: &str, fbc: &Fbc) -> Result<Stored, StoreError> {
+        validate_catalog_name(catalog)?;
+        self.put_rendered(catalog, &Rendered::from_fbc(fbc))
+    }
+
+    /// Stores `rendered` as the catalog's current content: writes it beside the current one,
+    /// swaps `current` atomically, then removes the old content. Until the swap, readers get
+    /// the old content; if anything fails before it, the old content stays current. Storing
+    /// the content already current only checks that it is there.
+    pub fn put_rendered(&self, catalog: &str, rendered: &Rendered) -> Result<Stored, StoreError> {
+        validate_catalog_name(catalog)?;
+        let lock = self.catalog_lock(catalog);
+        let _guard = lock.lock().unwrap_or_else(PoisonError::into_inner);
+
+        let catalog_dir = self.root.join(catalog);
+        let hash = rendered.hash();
+        let hash_dir = catalog_dir.join(hash);
+        // A `current` that is not ours to read is about to be replaced anyway.
+        let current = match read_current_hash(&catalog_dir) {
+            Err(StoreError::Corrupt { .. }) => None,
+            other => other?,
+        };
+        if current.as_deref() == Some(hash) {
+            match stat_stored(&hash_dir, hash) {
+                Ok(stored) => return Ok(stored),
+                // `current` names a missing directory: rewrite it below.
+                Err(e) if e.is_not_found() => {}
+                Err(e) => return Err(e),
+            }
+        }
+
+        fs::create_dir_all(&catalog_dir).map_err(StoreError::io("create", &catalog_dir))?;
+        // A hash directory is only ever renamed into place once complete and synced, so one
+        // that exists (left by a crash between rename and swap) can be used as it is.
+        if !hash_dir.is_dir() {
+            let tmp = catalog_dir.join(format!("{TMP_PREFIX}{}", unique_suffix()));
+            if let Err(e) = write_content(&tmp, rendered) {
+                let _ = fs::remove_dir_all(&tmp);
+                return Err(e);
+            }
+            if let Err(e) = fs::rename(&tmp, &hash_dir) {
+                let _ = fs::remove_dir_all(&tmp);
+                return Err(StoreError::io("rename", &tmp)(e));
+            }
+        }
+        let link_tmp = catalog_dir.join(format!("{TMP_PREFIX}link-{}", unique_suffix()));
+        symlink(hash, &link_tmp).map_err(StoreError::io("symlink", &link_tmp))?;
+        let current = catalog_dir.join(CURRENT);
+        if let Err(e) = fs::rename(&link_tmp, &current) {
+            let _ = fs::remove_file(&link_tmp);
+            return Err(StoreError::io("rename", &current)(e));
+        }
+        sync_dir(&catalog_dir)?;
+        let stored = stat_stored(&hash_dir, hash)?;
+
+        match Index::new(rendered.entries().to_vec(), rendered.bytes().len() as u64) {
+            Ok(index) => {
+                self.lock_indexes()
+                    .insert(catalog.to_owned(), (hash.to_owned(), Arc::new(index)));
+            }
+            // Cannot happen for a Rendered; loading from disk will report it if it does.
+            Err(message) => tracing::warn!(catalog, %message, "not caching the metas index"),
+        }
+        // The new content is live: failing to remove the old one must not fail the put.
+        remove_all_but(&catalog_dir, &[CURRENT, hash]);
+        Ok(stored)
+    }
+
+    /// The catalog's current content, if any.
+    pub fn current(&self, catalog: &str) -> Result<Option<Stored>, StoreError> {
+        validate_catalog_name(catalog)?;
+        self.resolve(catalog, stat_stored)
+    }
+
+    /// Opens the catalog's current `all.json` or `all.json.gz`, if it has content.
+    pub fn open_content(
+        &self,
+        catalog: &str,
+        encoding: Encoding,
+    ) -> Result<Option<Opened>, StoreError> {
+        validate_catalog_name(catalog)?;
+        self.resolve(catalog, |dir, hash| open_in(dir, hash, encoding))
+    }
+
+    /// Opens the catalog's current `all.json` with its metas index, if it has content.
+    pub fn open_with_index(
+        &self,
+        catalog: &str,
+    ) -> Result<Option<(Opened, Arc<Index>)>, StoreError> {
+        validate_catalog_name(catalog)?;
+        self.resolve(catalog, |dir, hash| {
+            let opened = open_in(dir, hash, Encoding::Identity)?;
+            let index = self.load_index(catalog, dir, hash, opened.len)?;
+            Ok((opened, index))
+        })
+    }
+
+    /// The metas index of the catalog's current content, if it has content.
+    pub fn index(&self, catalog: &str) -> Result<Option<(Stored, Arc<Index>)>, StoreError> {
+        validate_catalog_name(catalog)?;
+        self.resolve(catalog, |dir, hash| {
+            let stored = stat_stored(dir, hash)?;
+            let index = self.load_index(catalog, dir, hash, stored.size)?;
+            Ok((stored, index))
+        })
+    }
+
+    /// Removes everything stored for the catalog. Readers see it gone at once: the directory
+    /// is renamed away before it is removed.
+    pub fn delete(&self, catalog: &str) -> Result<(), StoreError> {
+        validate_catalog_name(catalog)?;
+        let lock = self.catalog_lock(catalog);
+        let _guard = lock.lock().unwrap_or_else(PoisonError::into_inner);
+        self.lock_indexes().remove(catalog);
+        let catalog_dir = self.root.join(catalog);
+        let doomed = self
+            .root
+            .join(format!("{TMP_PREFIX}deleted-{}", unique_suffix()));
+        match fs::rename(&catalog_dir, &doomed) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(StoreError::io("rename", &catalog_dir)(e)),
+        }
+        sync_dir(&self.root)?;
+        fs::remove_dir_all(&doomed).map_err(StoreError::io("remove", &doomed))
+    }
+
+    /// The catalogs that have content, sorted.
+    pub fn list(&self) -> Result<Vec<String>, StoreError> {
+        let mut names = Vec::new();
+        let entries = fs::read_dir(&self.root).map_err(StoreError::io("read", &self.root))?;
+        for entry in entries {
+            let entry = entry.map_err(StoreError::io("read", &self.root))?;
+            let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+                continue;
+            };
+            // Whatever `current` points at, the catalog has something to serve or delete.
+            if validate_catalog_name(&name).is_ok()
+                && fs::symlink_metadata(entry.path().join(CURRENT)).is_ok()
+            {
+                names.push(name);
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    fn catalog_lock(&self, catalog: &str) -> Arc<Mutex<()>> {
+        let mut locks = self.locks.lock().unwrap_or_else(PoisonError::into_inner);
+        locks.entry(catalog.to_owned()).or_default().clone()
+    }
+
+    fn lock_indexes(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, Arc<Index>)>> {
+        self.indexes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `f` on the directory `current` names, re-resolving `current` when the directory
+    /// vanished under it (a concurrent put swapped and removed it). `None` when the catalog
+    /// has no content.
+    fn resolve<T>(
+        &self,
+        catalog: &str,
+        f: impl Fn(&Path, &str) -> Result<T, StoreError>,
+    ) -> Result<Option<T>, StoreError> {
+        let catalog_dir = self.root.join(catalog);
+        let mut attempt = 0;
+        loop {
+            let Some(hash) = read_current_hash(&catalog_dir)? else {
+                return Ok(None);
+            };
+            match f(&catalog_dir.join(&hash), &hash) {
+                Err(e) if e.is_not_found() && attempt + 1 < RESOLVE_ATTEMPTS => attempt += 1,
+                other => return other.map(Some),
+            }
+        }
+    }
+
+    fn load_index(
+        &self,
+        catalog: &str,
+        dir: &Path,
+        hash: &str,
+        size: u64,
+    ) -> Result<Arc<Index>, StoreError> {
+        if let Some((h, index)) = self.lock_indexes().get(catalog)
+            && h == hash
+        {
+            return Ok(index.clone());
+        }
+        // Loaded outside the lock: two racing loads just do the work twice.
+        let path = dir.join(INDEX_JSON);
+        let bytes = fs::read(&path).map_err(StoreError::io("read", &path))?;
+        let corrupt = |message: String| StoreError::Corrupt {
+            path: path.clone(),
+            message,
+        };
+        let file: IndexFile = serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
+        if file.version != INDEX_VERSION {
+            return Err(corrupt(format!("unknown index version {}", file.version)));
+        }
+        if file.size != size {
+            return Err(corrupt(format!(
+                "index describes {} bytes but {ALL_JSON} has {size}",
+                file.size
+            )));
+        }
+        let index = Arc::new(Index::new(file.entries, size).map_err(corrupt)?);
+        self.lock_indexes()
+            .insert(catalog.to_owned(), (hash.to_owned(), index.clone()));
+        Ok(index)
+    }
+
+    fn clean_leftovers(&self) -> Result<(), StoreError> {
+        let entries = fs::read_dir(&self.root).map_err(StoreError::io("read", &self.root))?;
+        for entry in entries {
+            let entry = entry.map_err(StoreError::io("read", &self.root))?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let path = entry.path();
+            if name.starts_with(TMP_PREFIX) {
+                remove_path(&path)?;
+            } else if validate_catalog_name(name).is_ok() && path.is_dir() {
+                self.clean_catalog_dir(&path)?;
+            }
+            // Anything else (lost+found on a volume, say) is not ours: leave it.
+        }
+        Ok(())
+    }
+
+    fn clean_catalog_dir(&self, dir: &Path) -> Result<(), StoreError> {
+        let current = match read_current_hash(dir) {
+            // Not something the store wrote: drop it, the controller will store the content
+            // again.
+            Err(error @ StoreError::Corrupt { .. }) => {
+                tracing::warn!(%error, "removing a content link the store did not write");
+                remove_path(&dir.join(CURRENT))?;
+                None
+            }
+            // Dangling (its content was removed by hand): nothing to serve.
+            Ok(Some(hash)) if !dir.join(&hash).join(ALL_JSON).is_file() => {
+                tracing::warn!(dir = %dir.display(), %hash, "removing a dangling content link");
+                remove_path(&dir.join(CURRENT))?;
+                None
+            }
+            other => other?,
+        };
+        let entries = fs::read_dir(dir).map_err(StoreError::io("read", dir))?;
+        for entry in entries {
+            let entry = entry.map_err(StoreError::io("read", dir))?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let ours = name.starts_with(TMP_PREFIX) || is_hash(name);
+            if ours && current.as_deref() != Some(name) {
+                remove_path(&entry.path())?;
+            }
+        }
+        if current.is_none() {
+            // Nothing is served from it: drop it if that left it empty.
+            let _ = fs::remove_dir(dir);
+        }
+        Ok(())
+    }
+}
+
+/// Checks that `name` is a DNS-1123 subdomain (a Kubernetes object name): at most 253
+/// characters of lowercase alphanumerics, `-` and `.`, each dot-separated label starting and
+/// ending with an alphanumeric. This is what keeps names from escaping the storage root.
+pub fn validate_catalog_name(name: &str) -> Result<(), StoreError> {
+    let invalid = |reason: &str| {
+        Err(StoreError::InvalidName {
+            name: name.to_owned(),
+            reason: reason.to_owned(),
+        })
+    };
+    if name.is_empty() {
+        return invalid("must not be empty");
+    }
+    if name.len() > 253 {
+        return invalid("must be no more than 253 characters");
+    }
+    for label in name.split('.') {
+        let bytes = label.as_bytes();
+        let alnum = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+        let ok = match (bytes.first(), bytes.last()) {
+            (Some(first), Some(last)) => {
+                alnum(first) && alnum(last) && bytes.iter().all(|b| alnum(b) || *b == b'-')
+            }
+            _ => false,
+        };
+        if !ok {
+            return invalid(
+                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric \
+                 characters, '-' or '.', and must start and end with an alphanumeric character",
+            );
+        }
+    }
+    Ok(())
+}
+
+fn is_hash(name: &str) -> bool {
+    name.len() == 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// The hash `current` names, or `None` when there is no `current` (or no catalog directory).
+fn read_current_hash(catalog_dir: &Path) -> Result<Option<String>, StoreError> {
+    let link = catalog_dir.join(CURRENT);
+    match fs::read_link(&link) {
+        Ok(target) => match target.to_str() {
+            Some(hash) if is_hash(hash) => Ok(Some(hash.to_owned())),
+            _ => Err(StoreError::Corrupt {
+                path: link,
+                message: format!("points at {}, not a content hash", target.display()),
+            }),
+        },
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(StoreError::io("read link", &link)(e)),
+    }
+}
+
+fn stat_stored(hash_dir: &Path, hash: &str) -> Result<Stored, StoreError> {
+    let path = hash_dir.join(ALL_JSON);
+    let meta = fs::metadata(&path).map_err(StoreError::io("stat", &path))?;
+    Ok(Stored {
+        hash: hash.to_owned(),
+        size: meta.len(),
+        last_modified: meta.modified().map_err(StoreError::io("stat", &path))?,
+    })
+}
+
+fn open_in(hash_dir: &Path, hash: &str, encoding: Encoding) -> Result<Opened, StoreError> {
+    let stored = stat_stored(hash_dir, hash)?;
+    let path = hash_dir.join(match encoding {
+        Encoding::Identity => ALL_JSON,
+        Encoding::Gzip => ALL_JSON_GZ,
+    });
+    let file = File::open(&path).map_err(StoreError::io("open", &path))?;
+    let len = file
+        .metadata()
+        .map_err(StoreError::io("stat", &path))?
+        .len();
+    Ok(Opened { stored, file, len })
+}
+
+/// Writes the three content files into a new directory `dir` and syncs them and it. The gzip
+/// is compressed on a second thread while the plain file and index are written: on the
+/// unpack path it is the slowest step.
+fn write_content(dir: &Path, rendered: &Rendered) -> Result<(), StoreError> {
+    fs::create_dir(dir).map_err(StoreError::io("create", dir))?;
+    let index = serde_json::to_vec(&IndexFile {
+        version: INDEX_VERSION,
+        size: rendered.bytes().len() as u64,
+        entries: rendered.entries().to_vec(),
+    })
+    .map_err(|e| StoreError::io("encode", &dir.join(INDEX_JSON))(io::Error::other(e)))?;
+    let gz_path = dir.join(ALL_JSON_GZ);
+    std::thread::scope(|s| {
+        let gz = std::thread::Builder::new()
+            .name("store-gzip".into())
+            .spawn_scoped(s, || write_gzip(&gz_path, rendered.bytes()));
+        write_file(&dir.join(ALL_JSON), rendered.bytes())?;
+        write_file(&dir.join(INDEX_JSON), &index)?;
+        match gz {
+            Ok(handle) => handle.join().unwrap_or_else(|_| {
+                Err(StoreError::io("write", &gz_path)(io::Error::other(
+                    "the gzip thread panicked",
+                )))
+            }),
+            // No thread to be had: compress here instead.
+            Err(_) => write_gzip(&gz_path, rendered.bytes()),
+        }
+    })?;
+    sync_dir(dir)
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    let mut file = File::create_new(path).map_err(StoreError::io("create", path))?;
+    file.write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .map_err(StoreError::io("write", path))
+}
+
+fn write_gzip(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    let file = File::create_new(path).map_err(StoreError::io("create", path))?;
+    // The default level: content is compressed once per unpack and served many times.
+    let mut encoder = GzEncoder::new(
+        BufWriter::with_capacity(1 << 18, file),
+        Compression::default(),
+    );
+    encoder
+        .write_all(bytes)
+        .and_then(|()| encoder.finish())
+        .and_then(|w| w.into_inner().map_err(io::IntoInnerError::into_error))
+        .and_then(|file| file.sync_all())
+        .map_err(StoreError::io("write", path))
+}
+
+/// Makes renames and creations inside `dir` durable.
+fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(StoreError::io("sync", dir))
+}
+
+fn remove_path(path: &Path) -> Result<(), StoreError> {
+    let meta = match fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(StoreError::io("stat", path)(e)),
+    };
+    let result = if meta.is_dir() {
+        fs::remove_dir_all(path)
+    } else {
+        fs::remove_file(path)
+    };
+    match result {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(StoreError::io("remove", path)(e)),
+        _ => Ok(()),
+    }
+}
+
+/// Removes every entry of `dir` not named in `keep`, logging failures (best effort).
+fn remove_all_but(dir: &Path, keep: &[&str]) {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => {
+            tracing::warn!(dir = %dir.display(), error = %e, "cannot list old content");
+            return;
+        }
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if keep.iter().any(|k| name.to_str() == Some(k)) {
+            continue;
+        }
+        if let Err(e) = remove_path(&entry.path()) {
+            tracing::warn!(error = %e, "cannot remove old content");
+        }
+    }
+}
+
+/// A name unique within this host for temporary files: pid, time and a counter.
+fn unique_suffix() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("{}-{nanos:x}-{n}", std::process::id())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalog_names_are_dns1123_subdomains() {
+        for ok in [
+            "a",
+            "operatorhubio",
+            "my-catalog.v1",
+            "0abc",
+            &"a".repeat(253),
+        ] {
+            assert!(validate_catalog_name(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            ".",
+            "..",
+            "../etc",
+            "a/b",
+            "A",
+            "-a",
+            "a-",
+            "a..b",
+            ".tmp-x",
+            "current_",
+            "a b",
+            &"a".repeat(254),
+        ] {
+            assert!(validate_catalog_name(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn hashes_are_64_lowercase_hex() {
+        assert!(is_hash(&"0f".repeat(32)));
+        assert!(!is_hash(&"0F".repeat(32)));
+        assert!(!is_hash("current"));
+    }
+}

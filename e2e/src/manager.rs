@@ -1,0 +1,264 @@
+//! Running an olm-rs manager binary as a local process, authenticated as the chart's own
+//! ServiceAccount (a token from the TokenRequest API), so its RBAC is what the tests exercise.
+//! One process per manager per test run, stopped when the test process exits.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::ServiceAccount;
+use kube::api::{Api, PostParams};
+use kube::config::Kubeconfig;
+
+use crate::{Error, Result, apply, cluster, kube_err, repo_root};
+
+/// A running manager.
+#[derive(Debug, Clone)]
+pub struct Manager {
+    /// Its process id.
+    pub pid: u32,
+    /// Where its log goes.
+    pub log: PathBuf,
+    /// Its working folder (storage and such).
+    pub dir: PathBuf,
+}
+
+/// A free TCP port on 127.0.0.1 (released again; the manager binds it a moment later).
+pub fn free_port() -> Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")
+        .map_err(|e| Error::Cluster(format!("finding a free port: {e}")))?;
+    listener
+        .local_addr()
+        .map(|a| a.port())
+        .map_err(|e| Error::Cluster(e.to_string()))
+}
+
+/// The binary of a workspace package, built by `cargo build --workspace` (hack/test.sh does it
+/// before the tests).
+pub fn binary(name: &str) -> Result<PathBuf> {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target"));
+    let path = target.join("debug").join(name);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(Error::Cluster(format!(
+            "{} is not built; run `cargo build --workspace --bins` first",
+            path.display()
+        )))
+    }
+}
+
+/// Applies an RBAC file of `config/rbac/` and writes a kubeconfig that authenticates as
+/// `namespace/service_account` with a one-day token.
+pub async fn service_account_kubeconfig(
+    client: &kube::Client,
+    rbac_file: &str,
+    namespace: &str,
+    service_account: &str,
+    out: &Path,
+) -> Result<PathBuf> {
+    let path = repo_root().join("config/rbac").join(rbac_file);
+    let text = std::fs::read_to_string(&path).map_err(|source| Error::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
+    for doc in apply::parse_documents(&text)? {
+        apply::apply_document(client, &doc, namespace).await?;
+    }
+    let request = TokenRequest {
+        spec: TokenRequestSpec {
+            expiration_seconds: Some(86_400),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let token = Api::<ServiceAccount>::namespaced(client.clone(), namespace)
+        .create_token_request(service_account, &PostParams::default(), &request)
+        .await
+        .map_err(kube_err(format!(
+            "requesting a token for {namespace}/{service_account}"
+        )))?
+        .status
+        .map(|s| s.token)
+        .ok_or_else(|| Error::Cluster("the TokenRequest returned no token".into()))?;
+    let admin = Kubeconfig::read_from(&cluster::cluster()?.kubeconfig)
+        .map_err(|e| Error::Cluster(e.to_string()))?;
+    let cluster = admin
+        .clusters
+        .first()
+        .and_then(|c| c.cluster.clone())
+        .ok_or_else(|| Error::Cluster("the admin kubeconfig names no cluster".into()))?;
+    let server = cluster.server.unwrap_or_default();
+    let ca = cluster.certificate_authority_data.unwrap_or_default();
+    let kubeconfig = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\nusers:\n- name: {service_account}\n  user:\n    token: {token}\ncontexts:\n- name: c\n  context: {{cluster: c, user: {service_account}}}\ncurrent-context: c\n"
+    );
+    std::fs::write(out, kubeconfig).map_err(|source| Error::Io {
+        path: out.display().to_string(),
+        source,
+    })?;
+    Ok(out.to_path_buf())
+}
+
+/// Starts `binary` with `args` and `kubeconfig`, logging to `log`, and arranges for it to be
+/// stopped when this test process exits.
+pub fn spawn(
+    binary: &Path,
+    args: &[String],
+    kubeconfig: &Path,
+    log: &Path,
+    dir: &Path,
+) -> Result<Manager> {
+    let file = std::fs::File::create(log).map_err(|source| Error::Io {
+        path: log.display().to_string(),
+        source,
+    })?;
+    let err = file.try_clone().map_err(|source| Error::Io {
+        path: log.display().to_string(),
+        source,
+    })?;
+    let child = Command::new(binary)
+        .args(args)
+        .env("KUBECONFIG", kubeconfig)
+        .env("RUST_LOG", "info,catalogd=debug,kube=warn")
+        .stdin(Stdio::null())
+        .stdout(file)
+        .stderr(err)
+        .spawn()
+        .map_err(|e| Error::Cluster(format!("starting {}: {e}", binary.display())))?;
+    let pid = child.id();
+    // Detached watcher: when the test process exits, stop the manager.
+    Command::new("setsid")
+        .args([
+            "bash",
+            "-c",
+            &format!("tail --pid={} -f /dev/null; kill {pid} 2>/dev/null; sleep 5; kill -9 {pid} 2>/dev/null", std::process::id()),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| Error::Cluster(format!("starting the watcher of {}: {e}", binary.display())))?;
+    Ok(Manager {
+        pid,
+        log: log.to_path_buf(),
+        dir: dir.to_path_buf(),
+    })
+}
+
+/// catalogd, started once per test process: its content server's base URL and its admin
+/// (metrics, probes) URL.
+#[derive(Debug, Clone)]
+pub struct Catalogd {
+    /// The process.
+    pub manager: Manager,
+    /// Base URL of the content server (`contentURL` starts with it).
+    pub content_url: String,
+    /// Base URL of the admin server.
+    pub admin_url: String,
+    /// Its storage folder.
+    pub storage: PathBuf,
+}
+
+/// catalogd's namespace in the tests, as in the chart.
+pub const OLM_NAMESPACE: &str = "olm-system";
+
+static CATALOGD: OnceLock<std::result::Result<Catalogd, String>> = OnceLock::new();
+
+/// The catalogd of this test process, started on first use as the `catalogd` ServiceAccount.
+pub fn catalogd() -> Result<&'static Catalogd> {
+    CATALOGD
+        .get_or_init(|| start_catalogd().map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(|e| Error::Cluster(e.clone()))
+}
+
+fn start_catalogd() -> Result<Catalogd> {
+    let cluster = cluster::cluster()?;
+    let base = cluster.dir.clone().unwrap_or_else(|| {
+        repo_root()
+            .join("target/e2e")
+            .join(format!("reuse-{}", std::process::id()))
+    });
+    let dir = base.join("catalogd");
+    std::fs::create_dir_all(&dir).map_err(|source| Error::Io {
+        path: dir.display().to_string(),
+        source,
+    })?;
+    let kubeconfig = dir.join("kubeconfig");
+    let kc = kubeconfig.clone();
+    crate::cluster::run_blocking(async move {
+        let client = cluster::cluster()?.client().await?;
+        service_account_kubeconfig(&client, "catalogd.yaml", OLM_NAMESPACE, "catalogd", &kc).await
+    })??;
+    let (content_port, admin_port) = (free_port()?, free_port()?);
+    let storage = dir.join("storage");
+    let content_url = format!("http://127.0.0.1:{content_port}");
+    let args = vec![
+        format!("--storage-dir={}", storage.display()),
+        format!("--content-address=127.0.0.1:{content_port}"),
+        format!("--admin-address=127.0.0.1:{admin_port}"),
+        format!("--external-address={content_url}"),
+        format!("--namespace={OLM_NAMESPACE}"),
+        "--http-timeout-seconds=10".into(),
+        "--max-content-bytes=1048576".into(),
+    ];
+    let manager = spawn(
+        &binary("catalogd")?,
+        &args,
+        &kubeconfig,
+        &dir.join("catalogd.log"),
+        &dir,
+    )?;
+    let admin_url = format!("http://127.0.0.1:{admin_port}");
+    wait_ready(&admin_url, &manager)?;
+    Ok(Catalogd {
+        manager,
+        content_url,
+        admin_url,
+        storage,
+    })
+}
+
+/// Whether the process runs (a zombie, which exited but was not reaped, does not).
+pub fn is_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+        .is_some_and(|zombie| !zombie)
+}
+
+/// Waits (up to 60 s) until the manager's /readyz says ready; fails early if it exits.
+fn wait_ready(admin_url: &str, manager: &Manager) -> Result<()> {
+    let url = format!("{admin_url}/readyz");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let ok = Command::new("curl")
+            .args(["-sf", "-o", "/dev/null", &url])
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            return Ok(());
+        }
+        let alive = is_alive(manager.pid);
+        if !alive || std::time::Instant::now() > deadline {
+            let log = std::fs::read_to_string(&manager.log).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(30).collect();
+            return Err(Error::Cluster(format!(
+                "{} did not become ready ({}); last lines of {}:\n{}",
+                manager.log.display(),
+                if alive { "timed out" } else { "it exited" },
+                manager.log.display(),
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            )));
+        }
+        // Polling a probe endpoint, bounded by the deadline above.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
