@@ -492,7 +492,23 @@ async fn an_unchanged_http_catalog_is_not_downloaded_again_and_a_wrong_pin_is_re
             .message
             .contains("127.0.0.1")
     );
-    for n in [&name, &other] {
+    // A body over --max-content-bytes (1 MiB in the tests) is refused as ContentTooLarge.
+    let (_big, big_url) = file_server("#".repeat(2 * 1024 * 1024)).await;
+    let big = ctx.name("big");
+    let big_api = create_catalog(
+        &ctx,
+        &big,
+        json!({"type": "http", "http": {"url": big_url}}),
+    )
+    .await;
+    let c = wait_reason(&big_api, &big, "ContentTooLarge").await;
+    assert!(
+        find_condition(&c.status.unwrap().conditions, "Unpacked")
+            .unwrap()
+            .message
+            .contains("--max-content-bytes")
+    );
+    for n in [&name, &other, &big] {
         api.delete(n, &DeleteParams::default()).await.unwrap();
     }
     ctx.cleanup().await.unwrap();
