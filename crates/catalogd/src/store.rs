@@ -128,7 +128,32 @@ pub struct Rendered {
 impl Rendered {
     /// Renders every blob of `fbc` (byte-equal to [`Fbc::render`]).
     pub fn from_fbc(fbc: &Fbc) -> Self {
-        Self::from_values(fbc.blobs.iter().map(|b| &b.value))
+        let mut bytes = Vec::new();
+        let mut entries = Vec::with_capacity(fbc.blobs.len());
+        let some = |s: &str| (!s.is_empty()).then(|| s.to_owned());
+        for blob in &fbc.blobs {
+            let start = bytes.len();
+            // Every blob parsed as JSON when it was read; should rendering still fail, the
+            // text is served as it was read rather than dropped.
+            if canonical::write_raw(blob.raw.get(), &mut bytes).is_err() {
+                bytes.truncate(start);
+                bytes.extend_from_slice(blob.raw.get().as_bytes());
+            }
+            bytes.push(b'\n');
+            entries.push(IndexEntry {
+                schema: some(&blob.schema),
+                package: some(&blob.package),
+                name: some(&blob.name),
+                offset: start as u64,
+                length: (bytes.len() - start) as u64,
+            });
+        }
+        let hash = canonical::sha256_hex(&bytes);
+        Self {
+            bytes,
+            entries,
+            hash,
+        }
     }
 
     /// Renders `blobs` in order as canonical JSON lines, recording each line in the index.

@@ -158,7 +158,7 @@ fn index_offsets_slice_all_json_into_exactly_the_blob_lines() {
             assert_eq!(slice, *line);
             joined.extend_from_slice(slice);
             let value: Value = serde_json::from_slice(slice).unwrap();
-            assert_eq!(value, blob.value);
+            assert_eq!(value, blob.value());
             let field = |k: &str| value.get(k).and_then(Value::as_str).map(str::to_owned);
             assert_eq!(entry.schema, field("schema"));
             assert_eq!(entry.package, field("package"));

@@ -108,7 +108,8 @@ proptest! {
             (format!("{m}"), rel && v.major == m),
             (format!(">{m}.{n}"), rel && (v.major, v.minor) > (m, n)),
             (format!("<={m}.{n}"), rel && (v.major, v.minor) <= (m, n)),
-            (format!("~{m}.{n}.{p}"), rel && at_least && v.major == m && v.minor == n),
+            // Upstream's special case: `~0.0.0` matches every release.
+            (format!("~{m}.{n}.{p}"), rel && ((m, n, p) == (0, 0, 0) || (at_least && v.major == m && v.minor == n))),
             (format!("^{m}.{n}.{p}"), rel && at_least && match (m, n) {
                 (0, 0) => (v.major, v.minor, v.patch) == (0, 0, p),
                 (0, _) => (v.major, v.minor) == (0, n),

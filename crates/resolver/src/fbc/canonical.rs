@@ -42,6 +42,129 @@ pub fn write_value(value: &Value, out: &mut Vec<u8>) {
     }
 }
 
+/// Appends the canonical encoding of the JSON text `json` to `out`, without building a value
+/// tree: objects are rendered member by member and their members sorted, which is what
+/// `write_value` does for a `Value`. Duplicate keys keep the last value, as Go's map decoding does.
+pub fn write_raw(json: &str, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+    use serde::de::DeserializeSeed;
+    let mut de = serde_json::Deserializer::from_str(json);
+    Canonical(out).deserialize(&mut de)?;
+    de.end()
+}
+
+/// A serde seed/visitor that writes what it visits in canonical form.
+struct Canonical<'o>(&'o mut Vec<u8>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Canonical<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+/// An object key, borrowed from the input when it has no escapes.
+struct Key<'de>(std::borrow::Cow<'de, str>);
+
+impl<'de> serde::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string key")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Canonical<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        self.0.extend_from_slice(b"null");
+        Ok(())
+    }
+    fn visit_none<E>(self) -> Result<(), E> {
+        self.0.extend_from_slice(b"null");
+        Ok(())
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<(), E> {
+        self.0.extend_from_slice(if v { b"true" } else { b"false" });
+        Ok(())
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<(), E> {
+        write_number(v as f64, self.0);
+        Ok(())
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<(), E> {
+        write_number(v as f64, self.0);
+        Ok(())
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<(), E> {
+        write_number(v, self.0);
+        Ok(())
+    }
+    fn visit_str<E>(self, v: &str) -> Result<(), E> {
+        write_string(v, self.0);
+        Ok(())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        self.0.push(b'[');
+        let mut first = true;
+        loop {
+            let mark = self.0.len();
+            if !first {
+                self.0.push(b',');
+            }
+            if seq.next_element_seed(Canonical(&mut *self.0))?.is_none() {
+                self.0.truncate(mark);
+                break;
+            }
+            first = false;
+        }
+        self.0.push(b']');
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut members: Vec<(Key<'de>, Vec<u8>)> = Vec::new();
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            let mut value = Vec::new();
+            map.next_value_seed(Canonical(&mut value))?;
+            members.push((key, value));
+        }
+        // Stable: among equal keys the last one read comes last, and is the one kept.
+        members.sort_by(|a, b| a.0.0.cmp(&b.0.0));
+        self.0.push(b'{');
+        let mut first = true;
+        for (i, (key, value)) in members.iter().enumerate() {
+            if members.get(i + 1).is_some_and(|next| next.0.0 == key.0) {
+                continue;
+            }
+            if !first {
+                self.0.push(b',');
+            }
+            first = false;
+            write_string(&key.0, self.0);
+            self.0.push(b':');
+            self.0.extend_from_slice(value);
+        }
+        self.0.push(b'}');
+        Ok(())
+    }
+}
+
 /// Go's float64 encoding: shortest round-trip digits, plain notation for magnitudes in
 /// [1e-6, 1e21), exponent notation (`1e+21`, `1e-7`) outside it.
 fn write_number(f: f64, out: &mut Vec<u8>) {
@@ -187,6 +310,35 @@ mod tests {
             enc(&v),
             "\"<a href=\\\"x\\\">&</a>\\n\\t\\u0001\\b\\f\u{7f}é\\u2028\\u2029\\\\\""
         );
+    }
+
+    #[test]
+    fn raw_text_renders_exactly_as_its_value_does() {
+        let texts = [
+            r#"{"b": 1, "a": {"d": [1, 2.5e30, -0.0, 1e-7], "c": null}, "A": true, "s": "<\u2028>\u00e9\n"}"#,
+            r#"[]"#,
+            r#"{"k": {}, "l": [[], {}], "n": 123456789012345678901234, "u": 18446744073709551615}"#,
+            r#""just a string""#,
+        ];
+        for text in texts {
+            let mut raw = Vec::new();
+            write_raw(text, &mut raw).unwrap();
+            let mut via_value = Vec::new();
+            write_value(&serde_json::from_str(text).unwrap(), &mut via_value);
+            assert_eq!(
+                String::from_utf8(raw).unwrap(),
+                String::from_utf8(via_value).unwrap(),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_duplicate_key_keeps_the_last_value_as_go_does() {
+        let mut out = Vec::new();
+        write_raw(r#"{"a": 1, "b": 2, "a": 3}"#, &mut out).unwrap();
+        assert_eq!(out, br#"{"a":3,"b":2}"#);
+        assert!(write_raw("{", &mut out).is_err());
     }
 
     #[test]

@@ -4,12 +4,15 @@
 //! errors can say `file:line`.
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 
-/// One decoded document of a file.
-#[derive(Debug, Clone, PartialEq)]
+/// One decoded document of a file, as JSON text. JSON input is kept as it was written (no value
+/// tree is built while loading, which is most of the cost and memory of a large catalog); YAML
+/// documents are converted to JSON.
+#[derive(Debug, Clone)]
 pub struct RawBlob {
-    /// The document.
-    pub value: Value,
+    /// The document as JSON text.
+    pub raw: Box<RawValue>,
     /// 1-based line where the document starts.
     pub line: usize,
 }
@@ -64,11 +67,11 @@ impl<'a> LineCursor<'a> {
 
 fn decode_json(bytes: &[u8]) -> Result<Vec<RawBlob>, DecodeError> {
     let mut blobs = Vec::new();
-    let mut stream = serde_json::Deserializer::from_slice(bytes).into_iter::<Value>();
+    let mut stream = serde_json::Deserializer::from_slice(bytes).into_iter::<Box<RawValue>>();
     let mut cursor = LineCursor::new(bytes);
     let mut start = 0;
     while let Some(next) = stream.next() {
-        let value = next.map_err(|e| DecodeError {
+        let raw = next.map_err(|e| DecodeError {
             line: e.line().max(1),
             message: format!("invalid JSON: {}", strip_position(&e.to_string())),
         })?;
@@ -78,7 +81,7 @@ fn decode_json(bytes: &[u8]) -> Result<Vec<RawBlob>, DecodeError> {
                 .take_while(|b| b.is_ascii_whitespace())
                 .count();
         blobs.push(RawBlob {
-            value,
+            raw,
             line: cursor.line_at(begin),
         });
         start = stream.byte_offset();
@@ -144,8 +147,12 @@ fn decode_yaml(bytes: &[u8]) -> Result<Vec<RawBlob>, DecodeError> {
             }
         })?;
         if !value.is_null() {
+            let raw = serde_json::value::to_raw_value(&value).map_err(|e| DecodeError {
+                line: content_line,
+                message: format!("invalid YAML: {e}"),
+            })?;
             blobs.push(RawBlob {
-                value,
+                raw,
                 line: content_line,
             });
         }
@@ -168,24 +175,22 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn parsed(blobs: Vec<RawBlob>) -> Vec<(Value, usize)> {
+        blobs
+            .into_iter()
+            .map(|b| (serde_json::from_str(b.raw.get()).unwrap(), b.line))
+            .collect()
+    }
+
     #[test]
     fn a_json_stream_yields_each_object_with_its_line() {
         let blobs = decode(b"\n{\"a\":1}\n\n  {\"b\":\n2}{\"c\":3}\n").unwrap();
         assert_eq!(
-            blobs,
+            parsed(blobs),
             vec![
-                RawBlob {
-                    value: json!({"a": 1}),
-                    line: 2
-                },
-                RawBlob {
-                    value: json!({"b": 2}),
-                    line: 4
-                },
-                RawBlob {
-                    value: json!({"c": 3}),
-                    line: 5
-                },
+                (json!({"a": 1}), 2),
+                (json!({"b": 2}), 4),
+                (json!({"c": 3}), 5),
             ]
         );
     }
@@ -203,16 +208,10 @@ mod tests {
             "# header\n---\nschema: a\nname: x\n---\n# only a comment\n---\n\nschema: b\n...\n";
         let blobs = decode(text.as_bytes()).unwrap();
         assert_eq!(
-            blobs,
+            parsed(blobs),
             vec![
-                RawBlob {
-                    value: json!({"schema": "a", "name": "x"}),
-                    line: 3
-                },
-                RawBlob {
-                    value: json!({"schema": "b"}),
-                    line: 9
-                },
+                (json!({"schema": "a", "name": "x"}), 3),
+                (json!({"schema": "b"}), 9),
             ]
         );
     }
@@ -221,11 +220,8 @@ mod tests {
     fn yaml_without_a_leading_separator_is_one_document() {
         let blobs = decode(b"schema: a\nlist:\n- 1\n- two\n").unwrap();
         assert_eq!(
-            blobs,
-            vec![RawBlob {
-                value: json!({"schema": "a", "list": [1, "two"]}),
-                line: 1
-            }]
+            parsed(blobs),
+            vec![(json!({"schema": "a", "list": [1, "two"]}), 1)]
         );
     }
 
@@ -238,6 +234,6 @@ mod tests {
 
     #[test]
     fn nothing_in_a_file_is_no_blobs() {
-        assert_eq!(decode(b"  \n\n").unwrap(), vec![]);
+        assert!(decode(b"  \n\n").unwrap().is_empty());
     }
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::decode::decode;
-use super::model::{Blob, Fbc, Origin, Problem};
+use super::model::{Fbc, Origin, Problem};
 
 /// Name of the gitignore-style files that exclude paths from a catalog directory.
 pub const INDEX_IGNORE: &str = ".indexignore";
@@ -72,17 +72,19 @@ where
     for (name, bytes) in files {
         let file: Arc<str> = Arc::from(name.into());
         match decode(bytes.as_ref()) {
-            Ok(raw) => blobs.extend(raw.into_iter().map(|r| Blob {
-                value: r.value,
-                origin: Origin {
-                    file: file.clone(),
-                    line: r.line,
-                },
+            Ok(raw) => blobs.extend(raw.into_iter().map(|r| {
+                (
+                    r.raw,
+                    Origin {
+                        file: file.clone(),
+                        line: r.line,
+                    },
+                )
             })),
             Err(e) => problems.push(Problem::at(&Origin { file, line: e.line }, e.message)),
         }
     }
-    match Fbc::from_blobs(blobs) {
+    match Fbc::from_raw(blobs) {
         Ok(fbc) if problems.is_empty() => Ok(fbc),
         Ok(_) => Err(problems),
         Err(more) => {

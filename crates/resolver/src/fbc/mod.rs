@@ -3,6 +3,7 @@
 pub mod canonical;
 pub mod decode;
 pub mod load;
+mod meta;
 pub mod model;
 pub mod property;
 pub mod validate;

@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::canonical;
 use super::property::{Gvk, PackageRequired, Property, parse_properties};
@@ -65,13 +65,26 @@ impl fmt::Display for Problem {
     }
 }
 
-/// A blob as read, and where.
-#[derive(Debug, Clone, PartialEq)]
+/// A blob as read (JSON text), its `schema`, `package` and `name`, and where it was read.
+#[derive(Debug, Clone)]
 pub struct Blob {
-    /// The blob.
-    pub value: Value,
+    /// The blob as JSON text: rendered on demand, never held as a value tree.
+    pub raw: Box<RawValue>,
+    /// Its `schema`.
+    pub schema: String,
+    /// Its `package` (empty when absent).
+    pub package: String,
+    /// Its `name` (empty when absent).
+    pub name: String,
     /// Where it was read.
     pub origin: Origin,
+}
+
+impl Blob {
+    /// The blob as a JSON value (parsed on each call).
+    pub fn value(&self) -> serde_json::Value {
+        serde_json::from_str(self.raw.get()).unwrap_or_default()
+    }
 }
 
 /// An `olm.package` blob.
@@ -205,7 +218,7 @@ pub struct Deprecation {
 }
 
 /// A whole catalog.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct Fbc {
     /// Every blob, in file-walk order: what is rendered and served.
     pub blobs: Vec<Blob>,
@@ -217,33 +230,6 @@ pub struct Fbc {
     pub bundles: Vec<Bundle>,
     /// Deprecations.
     pub deprecations: Vec<Deprecation>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PackageDoc {
-    #[serde(default)]
-    default_channel: String,
-}
-
-#[derive(Deserialize)]
-struct ChannelDoc {
-    #[serde(default)]
-    entries: Vec<ChannelEntry>,
-}
-
-#[derive(Deserialize)]
-struct BundleDoc {
-    #[serde(default)]
-    image: String,
-    #[serde(default)]
-    properties: Value,
-}
-
-#[derive(Deserialize)]
-struct DeprecationsDoc {
-    #[serde(default)]
-    entries: Vec<DeprecationEntryDoc>,
 }
 
 #[derive(Deserialize)]
@@ -262,42 +248,31 @@ struct ReferenceDoc {
     name: String,
 }
 
-/// The `schema`, `package` and `name` of a blob. Keys match case-insensitively, as Go's JSON
-/// decoder matches them upstream; two keys that differ only in case are an error.
-fn meta_field<'a>(
-    map: &'a serde_json::Map<String, Value>,
-    key: &str,
-) -> Result<Option<&'a str>, String> {
-    let mut found = None;
-    for (k, v) in map {
-        if k.eq_ignore_ascii_case(key) {
-            if found.is_some() {
-                return Err(format!(
-                    "the blob has several keys named {key:?} that differ only in case"
-                ));
-            }
-            found = Some(v);
-        }
-    }
-    match found {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.as_str())),
-        Some(other) => Err(format!("{key:?} must be a string, not {other}")),
+/// Decodes an optional raw field; absent or `null` gives the default.
+fn field<T: serde::de::DeserializeOwned + Default>(
+    raw: Option<&RawValue>,
+) -> Result<T, serde_json::Error> {
+    match raw {
+        None => Ok(T::default()),
+        Some(r) if r.get() == "null" => Ok(T::default()),
+        Some(r) => serde_json::from_str(r.get()),
     }
 }
 
 impl Fbc {
-    /// Builds the model from blobs read in file-walk order. Fails with every blob that is not
-    /// an object, has no schema, or does not fit its schema.
-    pub fn from_blobs(blobs: Vec<Blob>) -> Result<Self, Vec<Problem>> {
-        let mut fbc = Fbc::default();
+    /// Builds the model from blobs (JSON text) read in file-walk order. Fails with every blob
+    /// that is not an object, has no schema, or does not fit its schema.
+    pub fn from_raw(blobs: Vec<(Box<RawValue>, Origin)>) -> Result<Self, Vec<Problem>> {
+        let mut fbc = Fbc {
+            blobs: Vec::with_capacity(blobs.len()),
+            ..Default::default()
+        };
         let mut problems = Vec::new();
-        for blob in &blobs {
-            if let Err(message) = fbc.add(blob) {
-                problems.push(Problem::at(&blob.origin, message));
+        for (raw, origin) in blobs {
+            if let Err(message) = fbc.add(raw, origin.clone()) {
+                problems.push(Problem::at(&origin, message));
             }
         }
-        fbc.blobs = blobs;
         if problems.is_empty() {
             Ok(fbc)
         } else {
@@ -305,45 +280,54 @@ impl Fbc {
         }
     }
 
-    fn add(&mut self, blob: &Blob) -> Result<(), String> {
-        let Value::Object(map) = &blob.value else {
-            return Err("a catalog blob must be an object".into());
-        };
-        let schema = meta_field(map, "schema")?.unwrap_or_default();
-        let package = meta_field(map, "package")?.unwrap_or_default().to_owned();
-        let name = meta_field(map, "name")?.unwrap_or_default().to_owned();
-        let origin = blob.origin.clone();
+    /// Like [`Fbc::from_raw`], from values.
+    pub fn from_values(blobs: Vec<(serde_json::Value, Origin)>) -> Result<Self, Vec<Problem>> {
+        let mut raw = Vec::with_capacity(blobs.len());
+        for (value, origin) in blobs {
+            match serde_json::value::to_raw_value(&value) {
+                Ok(r) => raw.push((r, origin)),
+                Err(e) => return Err(vec![Problem::at(&origin, e.to_string())]),
+            }
+        }
+        Self::from_raw(raw)
+    }
+
+    fn add(&mut self, raw: Box<RawValue>, origin: Origin) -> Result<(), String> {
+        let fields = super::meta::read(raw.get())?;
+        let schema = fields.schema.clone().unwrap_or_default();
+        let package = fields.package.clone().unwrap_or_default();
+        let name = fields.name.clone().unwrap_or_default();
         let what = |e: serde_json::Error| format!("invalid {schema} {name:?}: {e}");
-        match schema {
+        match schema.as_str() {
             "" => return Err("the blob has no \"schema\"".into()),
             schemas::PACKAGE => {
-                let doc = PackageDoc::deserialize(&blob.value).map_err(what)?;
+                let default_channel: String = field(fields.default_channel).map_err(what)?;
                 self.packages.push(Package {
-                    name,
-                    default_channel: doc.default_channel,
-                    origin,
+                    name: name.clone(),
+                    default_channel,
+                    origin: origin.clone(),
                 });
             }
             schemas::CHANNEL => {
-                let doc = ChannelDoc::deserialize(&blob.value).map_err(what)?;
+                let entries: Vec<ChannelEntry> = field(fields.entries).map_err(what)?;
                 self.channels.push(Channel {
-                    name,
-                    package,
-                    entries: doc.entries,
-                    origin,
+                    name: name.clone(),
+                    package: package.clone(),
+                    entries,
+                    origin: origin.clone(),
                 });
             }
             schemas::BUNDLE => {
-                let doc = BundleDoc::deserialize(&blob.value).map_err(what)?;
-                let properties = parse_properties(&doc.properties)
+                let image: String = field(fields.image).map_err(what)?;
+                let properties = parse_properties(fields.properties)
                     .map_err(|e| format!("bundle {name:?}: {e}"))?;
                 let mut bundle = Bundle {
-                    name,
-                    package,
-                    image: doc.image,
+                    name: name.clone(),
+                    package: package.clone(),
+                    image,
                     properties,
                     version: None,
-                    origin,
+                    origin: origin.clone(),
                 };
                 let version = bundle
                     .package_properties()
@@ -353,9 +337,8 @@ impl Fbc {
                 self.bundles.push(bundle);
             }
             schemas::DEPRECATIONS => {
-                let doc = DeprecationsDoc::deserialize(&blob.value).map_err(what)?;
-                let entries = doc
-                    .entries
+                let docs: Vec<DeprecationEntryDoc> = field(fields.entries).map_err(what)?;
+                let entries = docs
                     .into_iter()
                     .map(|e| DeprecationEntry {
                         schema: e.reference.schema,
@@ -364,20 +347,38 @@ impl Fbc {
                     })
                     .collect();
                 self.deprecations.push(Deprecation {
-                    package,
+                    package: package.clone(),
                     entries,
-                    origin,
+                    origin: origin.clone(),
                 });
             }
             // Other schemas are kept as blobs only, and served unchanged.
             _ => {}
         }
+        drop(fields);
+        self.blobs.push(Blob {
+            raw,
+            schema,
+            package,
+            name,
+            origin,
+        });
         Ok(())
     }
 
     /// The canonical JSON-lines rendering (what catalogd serves as all.json).
     pub fn render(&self) -> Vec<u8> {
-        canonical::render(self.blobs.iter().map(|b| &b.value))
+        let mut out = Vec::new();
+        for blob in &self.blobs {
+            // Every blob was parsed as JSON when it was read, so rendering it cannot fail.
+            let mark = out.len();
+            if canonical::write_raw(blob.raw.get(), &mut out).is_err() {
+                out.truncate(mark);
+                out.extend_from_slice(blob.raw.get().as_bytes());
+            }
+            out.push(b'\n');
+        }
+        out
     }
 
     /// sha256 (hex) of [`Fbc::render`].
@@ -400,19 +401,19 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn blob(value: Value, line: usize) -> Blob {
-        Blob {
+    fn blob(value: serde_json::Value, line: usize) -> (serde_json::Value, Origin) {
+        (
             value,
-            origin: Origin {
+            Origin {
                 file: "c.yaml".into(),
                 line,
             },
-        }
+        )
     }
 
     #[test]
     fn schemas_are_typed_and_unknown_ones_kept() {
-        let fbc = Fbc::from_blobs(vec![
+        let fbc = Fbc::from_values(vec![
             blob(json!({"schema": "olm.package", "name": "foo", "defaultChannel": "stable"}), 1),
             blob(json!({"schema": "olm.channel", "package": "foo", "name": "stable",
                         "entries": [{"name": "foo.v1", "skips": ["foo.v0"], "skipRange": "<1.0.0"}]}), 5),
@@ -441,13 +442,13 @@ mod tests {
 
     #[test]
     fn meta_keys_match_case_insensitively_but_not_twice() {
-        let fbc = Fbc::from_blobs(vec![blob(
+        let fbc = Fbc::from_values(vec![blob(
             json!({"Schema": "olm.package", "NAME": "foo"}),
             1,
         )])
         .unwrap();
         assert_eq!(fbc.packages[0].name, "foo");
-        let err = Fbc::from_blobs(vec![blob(
+        let err = Fbc::from_values(vec![blob(
             json!({"schema": "olm.package", "Schema": "x"}),
             3,
         )])
@@ -460,7 +461,7 @@ mod tests {
 
     #[test]
     fn every_malformed_blob_is_reported_with_its_line() {
-        let err = Fbc::from_blobs(vec![
+        let err = Fbc::from_values(vec![
             blob(json!({"name": "x"}), 1),
             blob(json!([1]), 4),
             blob(

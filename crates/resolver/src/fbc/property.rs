@@ -1,7 +1,7 @@
 //! Bundle properties: the typed ones the resolver uses, the rest kept raw.
 
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// Property types with meaning to olm-rs.
 pub mod types {
@@ -86,53 +86,56 @@ pub enum Property {
     Other {
         /// The property type.
         type_: String,
-        /// Its value.
-        value: Value,
+        /// Its value, as JSON text.
+        value: String,
     },
 }
 
 #[derive(Deserialize)]
-struct RawProperty {
+struct RawProperty<'a> {
     #[serde(rename = "type", default)]
     type_: String,
-    #[serde(default)]
-    value: Value,
+    #[serde(borrow, default)]
+    value: Option<&'a RawValue>,
 }
 
-/// Parses a bundle's `properties` list; the error says which entry is malformed and why.
-pub fn parse_properties(list: &Value) -> Result<Vec<Property>, String> {
-    let items = match list {
-        Value::Null => return Ok(Vec::new()),
-        Value::Array(items) => items,
-        _ => return Err("properties must be a list".into()),
+/// Parses a bundle's `properties` list (JSON text, absent for none); the error says which entry
+/// is malformed and why.
+pub fn parse_properties(list: Option<&RawValue>) -> Result<Vec<Property>, String> {
+    let Some(list) = list else {
+        return Ok(Vec::new());
     };
+    if list.get() == "null" {
+        return Ok(Vec::new());
+    }
+    let items: Vec<&RawValue> =
+        serde_json::from_str(list.get()).map_err(|_| "properties must be a list".to_owned())?;
     items
-        .iter()
+        .into_iter()
         .enumerate()
         .map(|(i, item)| {
-            let raw = RawProperty::deserialize(item)
+            let raw: RawProperty<'_> = serde_json::from_str(item.get())
                 .map_err(|e| format!("property[{i}] is malformed: {e}"))?;
+            let value = raw.value.map_or("null", RawValue::get);
             let typed =
                 |e: serde_json::Error| format!("parse property[{i}] of type {:?}: {e}", raw.type_);
             Ok(match raw.type_.as_str() {
-                types::PACKAGE => {
-                    Property::Package(PackageProperty::deserialize(&raw.value).map_err(typed)?)
+                types::PACKAGE => Property::Package(serde_json::from_str(value).map_err(typed)?),
+                types::GVK => Property::Gvk(serde_json::from_str(value).map_err(typed)?),
+                types::PACKAGE_REQUIRED => {
+                    Property::PackageRequired(serde_json::from_str(value).map_err(typed)?)
                 }
-                types::GVK => Property::Gvk(Gvk::deserialize(&raw.value).map_err(typed)?),
-                types::PACKAGE_REQUIRED => Property::PackageRequired(
-                    PackageRequired::deserialize(&raw.value).map_err(typed)?,
-                ),
                 types::GVK_REQUIRED => {
-                    Property::GvkRequired(Gvk::deserialize(&raw.value).map_err(typed)?)
+                    Property::GvkRequired(serde_json::from_str(value).map_err(typed)?)
                 }
                 types::BUNDLE_MEDIATYPE => {
-                    Property::BundleMediatype(String::deserialize(&raw.value).map_err(typed)?)
+                    Property::BundleMediatype(serde_json::from_str(value).map_err(typed)?)
                 }
                 types::BUNDLE_OBJECT => Property::BundleObject,
                 "" => return Err(format!("property[{i}] has no type")),
                 _ => Property::Other {
                     type_: raw.type_,
-                    value: raw.value,
+                    value: value.to_owned(),
                 },
             })
         })
@@ -144,16 +147,20 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn raw(v: serde_json::Value) -> Box<RawValue> {
+        serde_json::value::to_raw_value(&v).unwrap()
+    }
+
     #[test]
     fn known_properties_are_typed_and_others_kept() {
-        let props = parse_properties(&json!([
+        let props = parse_properties(Some(&raw(json!([
             {"type": "olm.package", "value": {"packageName": "foo", "version": "1.0.0"}},
             {"type": "olm.gvk", "value": {"group": "x.io", "kind": "A", "version": "v1"}},
             {"type": "olm.package.required", "value": {"packageName": "bar", "versionRange": ">=1.0.0"}},
             {"type": "olm.gvk.required", "value": {"group": "y.io", "kind": "B", "version": "v1"}},
             {"type": "olm.bundle.mediatype", "value": "plain+v0"},
             {"type": "olm.csv.metadata", "value": {"displayName": "Foo"}}
-        ]))
+        ]))))
         .unwrap();
         assert_eq!(props.len(), 6);
         assert_eq!(
@@ -169,11 +176,12 @@ mod tests {
 
     #[test]
     fn a_malformed_known_property_is_an_error_naming_it() {
-        let err = parse_properties(&json!([{"type": "olm.package", "value": "foo"}])).unwrap_err();
+        let err = parse_properties(Some(&raw(json!([{"type": "olm.package", "value": "foo"}]))))
+            .unwrap_err();
         assert!(
             err.contains("property[0]") && err.contains("olm.package"),
             "{err}"
         );
-        assert!(parse_properties(&json!({"type": "x"})).is_err());
+        assert!(parse_properties(Some(&raw(json!({"type": "x"})))).is_err());
     }
 }
