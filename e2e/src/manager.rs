@@ -34,6 +34,21 @@ pub fn free_port() -> Result<u16> {
         .map_err(|e| Error::Cluster(e.to_string()))
 }
 
+/// Two distinct free ports: both listeners are held until both are chosen.
+pub fn free_ports() -> Result<(u16, u16)> {
+    let bind = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .map_err(|e| Error::Cluster(format!("finding a free port: {e}")))
+    };
+    let (a, b) = (bind()?, bind()?);
+    let port = |l: &std::net::TcpListener| {
+        l.local_addr()
+            .map(|a| a.port())
+            .map_err(|e| Error::Cluster(e.to_string()))
+    };
+    Ok((port(&a)?, port(&b)?))
+}
+
 /// The binary of a workspace package, built by `cargo build --workspace` (hack/test.sh does it
 /// before the tests).
 pub fn binary(name: &str) -> Result<PathBuf> {
@@ -194,7 +209,7 @@ fn start_catalogd() -> Result<Catalogd> {
         let client = cluster::cluster()?.client().await?;
         service_account_kubeconfig(&client, "catalogd.yaml", OLM_NAMESPACE, "catalogd", &kc).await
     })??;
-    let (content_port, admin_port) = (free_port()?, free_port()?);
+    let (content_port, admin_port) = free_ports()?;
     let storage = dir.join("storage");
     let content_url = format!("http://127.0.0.1:{content_port}");
     let args = vec![

@@ -211,9 +211,13 @@ pub struct CaBundleRef {
 /// A single FBC file (JSON or YAML) or a `.tar.gz` of an FBC directory served over HTTP(S).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {"rule": "!has(self.authSecret) || self.url.startsWith('https://')",
+     "message": "authSecret is sent only to https URLs"},
+]))]
 pub struct HttpSource {
     /// URL to GET.
-    #[schemars(regex(pattern = r"^https?://"))]
+    #[schemars(regex(pattern = r"^https?://"), length(max = 2048))]
     pub url: String,
     /// Expected sha256 of the body, lowercase hex; a mismatch fails the unpack.
     #[serde(default, skip_serializing_if = "Option::is_none")]

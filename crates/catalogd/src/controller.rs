@@ -26,6 +26,10 @@ pub const FINALIZER: &str = "catalogd.operatorframework.io/delete-server-cache";
 /// Name of this controller in metrics and logs.
 pub const CONTROLLER: &str = "catalog";
 
+/// Catalogs reconciled at once: enough that one slow source does not hold up the others, few
+/// enough that a restart with many large catalogs does not unpack them all at once.
+pub const CONCURRENCY: u16 = 4;
+
 /// The Catalogs whose `configMaps` source reads `namespace/name`.
 fn referencing(
     reader: &Reflector<Catalog>,
@@ -114,6 +118,7 @@ pub async fn run(
 ) {
     let ctx = Arc::new((ctx, metrics));
     controller
+        .with_config(kube::runtime::controller::Config::default().concurrency(CONCURRENCY))
         .graceful_shutdown_on(async move { shutdown.cancelled().await })
         .run(reconcile, error_policy, ctx)
         .for_each(|result| async move {

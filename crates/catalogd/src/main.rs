@@ -127,10 +127,11 @@ async fn main() -> Result<()> {
         events: EventPublisher::from_env(client.clone(), "catalogd"),
         external_address: flags.external_address.clone(),
         failures: Mutex::new(Default::default()),
+        unpacked: Mutex::new(Default::default()),
         catalogs: None,
     };
     let controller = controller::build(&mut ctx, &flags.namespace, &watched);
-    metrics.register_controller(controller::CONTROLLER, 1);
+    metrics.register_controller(controller::CONTROLLER, usize::from(controller::CONCURRENCY));
     controller::run(controller, ctx, metrics, shutdown.clone()).await;
     shutdown.cancel();
     let _ = content.await;
@@ -150,10 +151,13 @@ async fn remove_orphans(client: &kube::Client, store: &Arc<Store>) -> Result<()>
         .into_iter()
         .filter_map(|c| c.metadata.name)
         .collect();
+    // Best effort: one directory that cannot be removed must not keep catalogd from serving.
     for stored in store.list()? {
         if !names.contains(&stored) {
             tracing::info!(catalog = %stored, "removing content of a Catalog that no longer exists");
-            store.delete(&stored)?;
+            if let Err(e) = store.delete(&stored) {
+                tracing::warn!(catalog = %stored, error = %e, "could not remove orphaned content; continuing");
+            }
         }
     }
     Ok(())

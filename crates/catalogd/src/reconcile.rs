@@ -43,6 +43,8 @@ pub struct Context {
     pub external_address: String,
     /// Recent failures per catalog, for retry backoff.
     pub failures: Mutex<HashMap<String, Failure>>,
+    /// The source spec last unpacked (or found unchanged) per catalog, with its content hash.
+    pub unpacked: Mutex<HashMap<String, (serde_json::Value, String)>>,
     /// The controller's cache of Catalogs (for the phase gauge).
     pub catalogs: Option<Reflector<Catalog>>,
 }
@@ -147,15 +149,29 @@ impl Context {
             .remove(name);
     }
 
-    /// Recounts catalogs per phase from the controller's cache.
-    pub fn update_phase_gauge(&self) {
+    /// The source spec last unpacked for `name`, and the hash it produced.
+    fn remembered(&self, name: &str) -> Option<(serde_json::Value, String)> {
+        self.unpacked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .cloned()
+    }
+
+    /// Recounts catalogs per phase from the controller's cache; `just_written` overrides the
+    /// cache for a catalog whose new status has not come back through the watch yet.
+    pub fn update_phase_gauge(&self, just_written: Option<(&str, Option<Phase>)>) {
         let Some(reader) = &self.catalogs else { return };
         let mut counts: HashMap<&str, i64> = ["Pending", "Unpacking", "Unpacked", "Failing"]
             .into_iter()
             .map(|p| (p, 0))
             .collect();
         for c in reader.state() {
-            let phase = match c.status.as_ref().and_then(|s| s.phase) {
+            let cached = c.status.as_ref().and_then(|s| s.phase);
+            let phase = match just_written
+                .filter(|(n, _)| *n == c.name_any())
+                .map_or(cached, |(_, p)| p)
+            {
                 Some(Phase::Unpacking) => "Unpacking",
                 Some(Phase::Unpacked) => "Unpacked",
                 Some(Phase::Failing) => "Failing",
@@ -213,13 +229,26 @@ fn summary(fbc: &Fbc, hash: &str) -> String {
     )
 }
 
-/// Whether the source must be fetched now, and otherwise when to look again.
-fn due(catalog: &Catalog, have_content: bool) -> (bool, Option<Duration>) {
+/// Whether the source must be fetched now, and otherwise when to look again. `unpacked` is the
+/// source spec catalogd last unpacked for this catalog (its own memory, which a stale cache
+/// cannot contradict); a change of anything else in the spec (the priority, say) does not
+/// refetch.
+fn due(
+    catalog: &Catalog,
+    have_content: bool,
+    unpacked: Option<&serde_json::Value>,
+) -> (bool, Option<Duration>) {
     let status = catalog.status.clone().unwrap_or_default();
     let spec = &catalog.spec.source;
-    let unpacked_ok = olm_api::conditions::is_true(&status.conditions, crate::status::UNPACKED);
-    let changed = status.observed_generation != catalog.metadata.generation
-        || status.resolved_source.as_ref().and_then(|r| r.type_) != Some(spec.type_);
+    let unpacked_ok = olm_api::conditions::is_true(&status.conditions, crate::status::UNPACKED)
+        || unpacked.is_some();
+    let changed = match unpacked {
+        Some(last) => serde_json::to_value(spec).ok().as_ref() != Some(last),
+        None => {
+            status.observed_generation != catalog.metadata.generation
+                || status.resolved_source.as_ref().and_then(|r| r.type_) != Some(spec.type_)
+        }
+    };
     match spec.type_ {
         // Reading ConfigMaps is cheap, and unchanged versions skip parsing.
         SourceType::ConfigMaps => (true, None),
@@ -228,7 +257,7 @@ fn due(catalog: &Catalog, have_content: bool) -> (bool, Option<Duration>) {
                 .http
                 .as_ref()
                 .and_then(|h| h.poll_interval.as_deref())
-                .and_then(parse_duration);
+                .and_then(poll_interval);
             if changed || !have_content || !unpacked_ok {
                 return (true, interval);
             }
@@ -278,7 +307,19 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
         total += value * scale;
         rest = &rest[unit_len..];
     }
-    (total > 0.0 && total.is_finite()).then(|| Duration::from_secs_f64(total))
+    // Beyond what a Duration holds is "forever": saturate rather than panic.
+    (total > 0.0).then(|| Duration::try_from_secs_f64(total).unwrap_or(Duration::MAX))
+}
+
+/// The shortest and longest poll intervals catalogd honours: a shorter one would hammer the
+/// source, a longer one is no poll at all (and huge values must not overflow timers).
+pub const MIN_POLL_INTERVAL: Duration = Duration::from_secs(5);
+/// See [`MIN_POLL_INTERVAL`].
+pub const MAX_POLL_INTERVAL: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// A catalog's `pollInterval`, parsed and clamped to [`MIN_POLL_INTERVAL`, `MAX_POLL_INTERVAL`].
+pub fn poll_interval(text: &str) -> Option<Duration> {
+    parse_duration(text).map(|d| d.clamp(MIN_POLL_INTERVAL, MAX_POLL_INTERVAL))
 }
 
 /// Up to +5% of `d`, varied per catalog and time, so many catalogs don't poll in lockstep.
@@ -288,7 +329,7 @@ fn jitter(d: Duration, name: &str) -> Duration {
     name.hash(&mut h);
     SystemTime::now().hash(&mut h);
     let fraction = (h.finish() % 1000) as f64 / 1000.0 * 0.05;
-    d + d.mul_f64(fraction)
+    d.saturating_add(d.mul_f64(fraction))
 }
 
 /// Reconciles a Catalog that is not being deleted.
@@ -297,8 +338,27 @@ pub async fn apply(catalog: Arc<Catalog>, ctx: &Context) -> Result<Action, Error
     let type_ = catalog.spec.source.type_;
     let served_before = ctx.served(&name).await?;
     let generation = catalog.metadata.generation;
-    let (fetch, next_poll) = due(&catalog, served_before.is_some());
+    // Content counts as ours only if it is what the status says is served; after a lost status
+    // write they differ, and the source is then fetched in full rather than trusted.
+    let status_hash = catalog.status.as_ref().and_then(|s| s.content_hash.clone());
+    let remembered = ctx.remembered(&name);
+    let have_content = served_before.as_ref().is_some_and(|s| {
+        Some(&s.hash) == status_hash.as_ref()
+            || remembered.as_ref().is_some_and(|(_, h)| *h == s.hash)
+    });
+    let unpacked = remembered
+        .as_ref()
+        .filter(|(_, h)| served_before.as_ref().is_some_and(|s| s.hash == *h))
+        .map(|(spec, _)| spec);
+    let (fetch, next_poll) = due(&catalog, have_content, unpacked);
     if !fetch {
+        if let Some(s) = &served_before {
+            ctx.metrics
+                .content_bytes
+                .with_label_values(&[&name])
+                .set(i64::try_from(s.size).unwrap_or(i64::MAX));
+        }
+        ctx.update_phase_gauge(None);
         return Ok(
             next_poll.map_or_else(Action::await_change, |d| Action::requeue(jitter(d, &name)))
         );
@@ -310,9 +370,10 @@ pub async fn apply(catalog: Arc<Catalog>, ctx: &Context) -> Result<Action, Error
     // What the API server holds, as far as this reconcile knows.
     let mut known = old_status.clone();
     // A slow source shows progress when it fetches a new spec (not on every poll).
-    let new_spec = old_status
-        .as_ref()
-        .is_none_or(|s| s.observed_generation != generation);
+    let new_spec = unpacked.is_none()
+        && old_status
+            .as_ref()
+            .is_none_or(|s| s.observed_generation != generation);
     if type_ == SourceType::Http && new_spec {
         let served = served_before.as_ref().map(served_of);
         let status = next_status(
@@ -332,11 +393,7 @@ pub async fn apply(catalog: Arc<Catalog>, ctx: &Context) -> Result<Action, Error
         .and_then(|s| s.resolved_source.as_ref())
         .filter(|r| r.type_ == Some(type_));
     let fetched = match ctx.sources.get(type_) {
-        Ok(source) => {
-            source
-                .fetch(&catalog, previous, served_before.is_some())
-                .await
-        }
+        Ok(source) => source.fetch(&catalog, previous, have_content).await,
         Err(e) => Err(e),
     };
     let outcome = match fetched {
@@ -417,7 +474,16 @@ pub async fn apply(catalog: Arc<Catalog>, ctx: &Context) -> Result<Action, Error
             .publish(catalog.as_ref(), type_, &reason, "Unpack", note)
             .await;
     }
-    ctx.update_phase_gauge();
+    ctx.update_phase_gauge(Some((&name, status.phase)));
+    if let (Outcome::Unpacked { .. } | Outcome::Unchanged { .. }, Some(hash)) =
+        (&outcome, status.content_hash.clone())
+        && let Ok(spec) = serde_json::to_value(&catalog.spec.source)
+    {
+        ctx.unpacked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name.clone(), (spec, hash));
+    }
     Ok(match outcome {
         Outcome::Failed { .. } => {
             let backoff = ctx.backoff(&name, generation);
@@ -488,6 +554,10 @@ pub async fn cleanup(catalog: Arc<Catalog>, ctx: &Context) -> Result<Action, Err
         .map_err(|e| Error::Store(e.to_string()))?;
     let _ = ctx.metrics.content_bytes.remove_label_values(&[&name]);
     ctx.reset_backoff(&name);
+    ctx.unpacked
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&name);
     tracing::info!(catalog = %name, "deleted the catalog's content");
     Ok(Action::await_change())
 }
@@ -521,6 +591,17 @@ mod tests {
         let err = parse_and_validate(vec![("f".into(), many.into_bytes())]).unwrap_err();
         assert!(err.ends_with("more problems"), "{err}");
         assert!(parse_and_validate(vec![]).is_err());
+    }
+
+    #[test]
+    fn poll_intervals_are_clamped_and_huge_ones_do_not_panic() {
+        assert_eq!(poll_interval("1ms"), Some(MIN_POLL_INTERVAL));
+        assert_eq!(
+            poll_interval("9999999999999999999h"),
+            Some(MAX_POLL_INTERVAL)
+        );
+        assert_eq!(poll_interval("10m"), Some(Duration::from_secs(600)));
+        assert_eq!(jitter(Duration::MAX, "x"), Duration::MAX);
     }
 
     #[test]

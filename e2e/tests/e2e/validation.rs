@@ -275,3 +275,18 @@ async fn valid_version_ranges_are_accepted() {
     }
     ctx.cleanup().await.unwrap();
 }
+
+#[tokio::test]
+async fn credentials_over_plain_http_are_rejected() {
+    let ctx = TestContext::new("auth-http").await.unwrap();
+    let msg = rejection(
+        &ctx,
+        catalog(
+            &ctx.name("c"),
+            json!({"type": "http", "http": {"url": "http://e.com/c.json", "authSecret": {"name": "s"}}}),
+        ),
+    )
+    .await;
+    assert_mentions(&msg, &["authSecret is sent only to https URLs"]);
+    ctx.cleanup().await.unwrap();
+}
