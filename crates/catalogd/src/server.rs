@@ -262,7 +262,7 @@ fn respond(lookup: Lookup, method: &Method, encoding: Encoding) -> Response {
         Lookup::Content(opened, spans) => (opened, spans),
         Lookup::NotModified(stored) => {
             let mut res = StatusCode::NOT_MODIFIED.into_response();
-            validators(res.headers_mut(), &stored);
+            validators(res.headers_mut(), &stored, encoding == Encoding::Gzip);
             return res;
         }
         Lookup::NotFound(name) => {
@@ -298,13 +298,16 @@ fn respond(lookup: Lookup, method: &Method, encoding: Encoding) -> Response {
     if encoding == Encoding::Gzip {
         headers.insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
     }
-    validators(headers, &opened.stored);
+    validators(headers, &opened.stored, encoding == Encoding::Gzip);
     res
 }
 
-/// ETag, Last-Modified and Vary: on every 200 and 304.
-fn validators(headers: &mut HeaderMap, stored: &Stored) {
-    if let Ok(etag) = HeaderValue::from_str(&format!("\"{}\"", stored.hash)) {
+/// ETag, Last-Modified and Vary: on every 200 and 304. The ETag is the content hash: strong for
+/// the identity body, weak (`W/"<hash>"`) for the gzip one, since RFC 9110 gives each content
+/// coding its own strong validator. If-None-Match compares weakly, so either form validates.
+fn validators(headers: &mut HeaderMap, stored: &Stored, gzip: bool) {
+    let weak = if gzip { "W/" } else { "" };
+    if let Ok(etag) = HeaderValue::from_str(&format!("{weak}\"{}\"", stored.hash)) {
         headers.insert(ETAG, etag);
     }
     if let Ok(date) = HeaderValue::from_str(&httpdate::fmt_http_date(stored.last_modified)) {

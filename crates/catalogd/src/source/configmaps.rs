@@ -41,7 +41,7 @@ impl ConfigMapsSource {
             Err(SourceError::new(
                 reasons::NAMESPACE_NOT_ALLOWED,
                 format!(
-                    "ConfigMap {ns}/{} is in namespace {ns:?}, which catalogd may not read; move it to {:?} or start catalogd with --allowed-configmap-namespaces={ns}",
+                    "ConfigMap {ns}/{} is in namespace {ns:?}, which catalogd may not read; move it to {:?}, or start catalogd with --allowed-configmap-namespaces={ns} and grant it a Role to read ConfigMaps there",
                     entry.config_map.name, self.own_namespace
                 ),
             ))
