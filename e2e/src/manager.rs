@@ -101,15 +101,31 @@ pub async fn service_account_kubeconfig(
         .ok_or_else(|| Error::Cluster("the TokenRequest returned no token".into()))?;
     let admin = Kubeconfig::read_from(&cluster::cluster()?.kubeconfig)
         .map_err(|e| Error::Cluster(e.to_string()))?;
+    // The current context's cluster (a reused kubeconfig may name several).
+    let wanted = admin
+        .current_context
+        .as_ref()
+        .and_then(|name| admin.contexts.iter().find(|c| &c.name == name))
+        .and_then(|c| c.context.as_ref())
+        .map(|c| c.cluster.clone());
     let cluster = admin
         .clusters
-        .first()
+        .iter()
+        .find(|c| Some(&c.name) == wanted.as_ref())
+        .or(admin.clusters.first())
         .and_then(|c| c.cluster.clone())
         .ok_or_else(|| Error::Cluster("the admin kubeconfig names no cluster".into()))?;
     let server = cluster.server.unwrap_or_default();
-    let ca = cluster.certificate_authority_data.unwrap_or_default();
+    let ca = match (
+        cluster.certificate_authority_data,
+        cluster.certificate_authority,
+    ) {
+        (Some(data), _) => format!("certificate-authority-data: {data}"),
+        (None, Some(file)) => format!("certificate-authority: {file}"),
+        (None, None) => "insecure-skip-tls-verify: false".to_owned(),
+    };
     let kubeconfig = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\nusers:\n- name: {service_account}\n  user:\n    token: {token}\ncontexts:\n- name: c\n  context: {{cluster: c, user: {service_account}}}\ncurrent-context: c\n"
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {server}\n    {ca}\nusers:\n- name: {service_account}\n  user:\n    token: {token}\ncontexts:\n- name: c\n  context: {{cluster: c, user: {service_account}}}\ncurrent-context: c\n"
     );
     std::fs::write(out, kubeconfig).map_err(|source| Error::Io {
         path: out.display().to_string(),

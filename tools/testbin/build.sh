@@ -43,7 +43,7 @@ build_k8s() {
     ldf+=" -X $p.gitTreeState=clean -X $p.gitCommit=v$K8S_VERSION"
     ldf+=" -X $p.buildDate=1970-01-01T00:00:00Z"
   done
-  log "building kubernetes v$K8S_VERSION (cold: about 20 minutes on 2 cores)"
+  log "building kubernetes v$K8S_VERSION (cold: about 5 minutes on 2 cores)"
   mkdir -p "$k8s_out.tmp"
   # One `go build` for all three: they share most packages.
   (cd "$here/k8s" && go build -trimpath -ldflags "$ldf" -o "$k8s_out.tmp/" \
