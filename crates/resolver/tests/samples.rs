@@ -151,3 +151,44 @@ fn indexignore_excludes_files() {
     assert_eq!(fbc.packages.len(), 1);
     assert!(load_valid(Path::new(&src)).is_ok());
 }
+
+/// Every sample, broken in two independent ways at the model level, yields exactly one message
+/// per breakage, each naming what is wrong.
+#[test]
+fn broken_copies_of_every_sample_get_one_message_per_problem() {
+    let root = samples();
+    let mut paths = vec![root.join("catalogd-test-catalog/catalog.yaml")];
+    for dir in [
+        "operator-controller-v0.6.0-test-catalog",
+        "operator-registry-foo-index-v0.2.0-declcfg",
+    ] {
+        paths.push(root.join(dir));
+    }
+    for entry in std::fs::read_dir(root.join("real")).unwrap() {
+        paths.push(entry.unwrap().path());
+    }
+    for path in paths {
+        let good = load_path(&path).unwrap();
+        assert!(
+            validate(&good).is_empty(),
+            "{} should be valid",
+            path.display()
+        );
+
+        let mut broken = good.clone();
+        broken.packages[0].default_channel = "no-such-channel".into();
+        let problems: Vec<String> = validate(&broken).iter().map(|p| p.to_string()).collect();
+        assert_eq!(problems.len(), 1, "{}: {problems:#?}", path.display());
+        assert!(
+            problems[0].contains("default channel \"no-such-channel\""),
+            "{problems:#?}"
+        );
+
+        let mut broken = good.clone();
+        let copy = broken.bundles[0].clone();
+        broken.bundles.push(copy);
+        let problems: Vec<String> = validate(&broken).iter().map(|p| p.to_string()).collect();
+        assert_eq!(problems.len(), 1, "{}: {problems:#?}", path.display());
+        assert!(problems[0].contains("duplicate bundle"), "{problems:#?}");
+    }
+}

@@ -530,3 +530,50 @@ async fn a_source_type_this_catalogd_cannot_unpack_yet_is_reported_clearly() {
     api.delete(&name, &DeleteParams::default()).await.unwrap();
     ctx.cleanup().await.unwrap();
 }
+
+/// catalogd writes its status with server-side apply, owning only its own conditions: a
+/// condition and the imageTemplate written by another manager (the catalog-switcher) survive
+/// catalogd's next unpack.
+#[tokio::test]
+async fn other_managers_status_fields_survive_catalogd_writes() {
+    let ctx = TestContext::new("cd-ssa").await.unwrap();
+    catalogd().unwrap();
+    let (name, cm) = (ctx.name("ssa"), ctx.name("ssa-cm"));
+    put_configmap(&ctx, &cm, &example_catalog("0.1.0")).await;
+    let api = create_catalog(&ctx, &name, configmap_source(&cm)).await;
+    let first = wait_unpacked(&api, &name, None)
+        .await
+        .status
+        .unwrap()
+        .content_hash
+        .unwrap();
+    api.patch_status(
+        &name,
+        &PatchParams::apply("catalog-switcher-e2e").force(),
+        &Patch::Apply(json!({
+            "apiVersion": "catalogd.operatorframework.io/v1alpha1", "kind": "Catalog",
+            "status": {
+                "conditions": [{
+                    "type": "ResolvedImage", "status": "True", "reason": "AllTemplatesResolved",
+                    "message": "quay.io/example/catalog:v1.36", "lastTransitionTime": "2026-01-01T00:00:00Z"
+                }],
+                "imageTemplate": {"template": "quay.io/example/catalog:v{kube_minor_version}"}
+            }
+        })),
+    )
+    .await
+    .unwrap();
+    put_configmap(&ctx, &cm, &example_catalog("0.2.0")).await;
+    let c = wait_unpacked(&api, &name, Some(&first)).await;
+    let s = c.status.unwrap();
+    let resolved = find_condition(&s.conditions, "ResolvedImage")
+        .expect("the switcher's condition was removed");
+    assert_eq!(resolved.message, "quay.io/example/catalog:v1.36");
+    assert!(find_condition(&s.conditions, "Unpacked").is_some());
+    assert_eq!(
+        s.image_template.and_then(|t| t.template).as_deref(),
+        Some("quay.io/example/catalog:v{kube_minor_version}")
+    );
+    api.delete(&name, &DeleteParams::default()).await.unwrap();
+    ctx.cleanup().await.unwrap();
+}
