@@ -5,11 +5,10 @@
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::Api;
 use kube::{Client, ResourceExt};
 use olm_api::catalog::{Catalog, ConfigMapSource, ResolvedConfigMap, ResolvedSource, SourceType};
 
-use super::{CatalogSource, Fetched, SourceError, reasons};
+use super::{CatalogSource, Fetched, SourceError, read_object, reasons};
 
 /// Reads catalog content from ConfigMaps.
 pub struct ConfigMapsSource {
@@ -72,17 +71,13 @@ impl ConfigMapsSource {
         for entry in &entries {
             let ns = self.namespace_of(entry)?;
             let name = &entry.config_map.name;
-            let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &ns);
-            let cm = api
-                .get_opt(name)
-                .await
-                .map_err(|e| SourceError::new(reasons::UNPACK_FAILED, format!("reading ConfigMap {ns}/{name}: {e}")))?
-                .ok_or_else(|| {
-                    SourceError::new(
-                        reasons::SOURCE_NOT_FOUND,
-                        format!("ConfigMap {ns}/{name} not found; the catalog unpacks as soon as it exists"),
-                    )
-                })?;
+            let missing = SourceError::new(
+                reasons::SOURCE_NOT_FOUND,
+                format!(
+                    "ConfigMap {ns}/{name} not found; the catalog unpacks as soon as it exists"
+                ),
+            );
+            let cm: ConfigMap = read_object(&self.client, &ns, name, "ConfigMap", missing).await?;
             let dir = entry
                 .path
                 .as_deref()

@@ -11,13 +11,12 @@ use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Client;
-use kube::api::Api;
 use olm_api::catalog::{
     Catalog, HttpSource as HttpSpec, ResolvedHttpSource, ResolvedSource, SourceType,
 };
 use sha2::{Digest, Sha256};
 
-use super::{CatalogSource, Fetched, SourceError, reasons};
+use super::{CatalogSource, Fetched, SourceError, read_object, reasons};
 
 /// Fetches catalogs over HTTP(S).
 pub struct HttpSource {
@@ -45,24 +44,21 @@ impl HttpSource {
             .connect_timeout(self.timeout.min(Duration::from_secs(30)));
         if let Some(ca) = &spec.ca_bundle {
             let key = ca.key.as_deref().unwrap_or("ca.crt");
-            let cm = Api::<ConfigMap>::namespaced(self.client.clone(), &self.own_namespace)
-                .get_opt(&ca.config_map)
-                .await
-                .map_err(|e| {
-                    SourceError::new(
-                        reasons::UNPACK_FAILED,
-                        format!("reading CA bundle ConfigMap {}: {e}", ca.config_map),
-                    )
-                })?
-                .ok_or_else(|| {
-                    SourceError::new(
-                        reasons::INVALID_CREDENTIALS,
-                        format!(
-                            "CA bundle ConfigMap {}/{} not found",
-                            self.own_namespace, ca.config_map
-                        ),
-                    )
-                })?;
+            let missing = SourceError::new(
+                reasons::INVALID_CREDENTIALS,
+                format!(
+                    "CA bundle ConfigMap {}/{} not found",
+                    self.own_namespace, ca.config_map
+                ),
+            );
+            let cm: ConfigMap = read_object(
+                &self.client,
+                &self.own_namespace,
+                &ca.config_map,
+                "CA bundle ConfigMap",
+                missing,
+            )
+            .await?;
             let pem = cm.data.as_ref().and_then(|d| d.get(key)).ok_or_else(|| {
                 SourceError::new(
                     reasons::INVALID_CREDENTIALS,
@@ -106,24 +102,21 @@ impl HttpSource {
                 ),
             ));
         }
-        let secret = Api::<Secret>::namespaced(self.client.clone(), &self.own_namespace)
-            .get_opt(&secret_ref.name)
-            .await
-            .map_err(|e| {
-                SourceError::new(
-                    reasons::UNPACK_FAILED,
-                    format!("reading Secret {}: {e}", secret_ref.name),
-                )
-            })?
-            .ok_or_else(|| {
-                SourceError::new(
-                    reasons::INVALID_CREDENTIALS,
-                    format!(
-                        "auth Secret {}/{} not found",
-                        self.own_namespace, secret_ref.name
-                    ),
-                )
-            })?;
+        let missing = SourceError::new(
+            reasons::INVALID_CREDENTIALS,
+            format!(
+                "auth Secret {}/{} not found",
+                self.own_namespace, secret_ref.name
+            ),
+        );
+        let secret: Secret = read_object(
+            &self.client,
+            &self.own_namespace,
+            &secret_ref.name,
+            "Secret",
+            missing,
+        )
+        .await?;
         // A ServiceAccount token is never a catalog credential: refusing it keeps Catalog authors
         // from sending the namespace's service identities to a server of their choice.
         if secret.type_.as_deref() == Some("kubernetes.io/service-account-token") {

@@ -6,7 +6,10 @@ pub mod configmaps;
 pub mod http;
 
 use futures::future::BoxFuture;
+use k8s_openapi::NamespaceResourceScope;
+use kube::api::Api;
 use olm_api::catalog::{Catalog, ResolvedSource, SourceType};
+use serde::de::DeserializeOwned;
 
 /// What a fetch produced.
 #[derive(Debug)]
@@ -99,4 +102,31 @@ impl Sources {
             )),
         }
     }
+}
+
+/// Reads the object `namespace/name` that a source refers to (`what` names it in messages). An
+/// API error is `UnpackFailed`; a missing object is the `missing` error the caller chose.
+pub(crate) async fn read_object<K>(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    what: &str,
+    missing: SourceError,
+) -> Result<K, SourceError>
+where
+    K: kube::Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    Api::<K>::namespaced(client.clone(), namespace)
+        .get_opt(name)
+        .await
+        .map_err(|e| {
+            SourceError::new(
+                reasons::UNPACK_FAILED,
+                format!("reading {what} {namespace}/{name}: {e}"),
+            )
+        })?
+        .ok_or(missing)
 }
