@@ -14,7 +14,7 @@ use kube::runtime::finalizer::{Event as Finalizer, finalizer};
 use kube::runtime::reflector::{ObjectRef, Store as Reflector};
 use kube::runtime::watcher;
 use olm_api::catalog::Catalog;
-use olm_manager::metrics::{Metrics, ReconcileOutcome};
+use olm_runtime::metrics::{Metrics, ReconcileOutcome};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 

@@ -16,7 +16,7 @@ use catalogd::{controller, metrics::CatalogdMetrics, server, store::Store};
 use clap::Parser;
 use kube::api::{Api, ListParams};
 use olm_api::catalog::Catalog;
-use olm_manager::{admin, events::EventPublisher, metrics::Metrics, shutdown, telemetry};
+use olm_runtime::{admin, events::EventPublisher, metrics::Metrics, shutdown, telemetry};
 
 /// catalogd: unpacks, validates and serves the content of Catalog objects.
 #[derive(Parser, Debug)]
@@ -69,7 +69,7 @@ async fn main() -> Result<()> {
         ?flags,
         "starting catalogd"
     );
-    let client = olm_manager::client::client()
+    let client = olm_runtime::client::client()
         .await
         .context("connecting to the Kubernetes API")?;
     let shutdown = shutdown::shutdown_on_signals();

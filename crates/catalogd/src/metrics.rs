@@ -1,4 +1,4 @@
-//! catalogd's own metric families (the controller-runtime ones come from olm-manager, the HTTP
+//! catalogd's own metric families (the controller-runtime ones come from olm-runtime, the HTTP
 //! server's from the content server).
 
 use prometheus::{HistogramOpts, HistogramVec, IntGaugeVec, Opts, Registry};

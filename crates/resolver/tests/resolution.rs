@@ -495,12 +495,8 @@ fn an_invalid_version_range_is_an_invalid_request() {
 
 #[test]
 fn the_real_rabbitmq_catalogs_resolve_jointly_and_alloydb_does_not() {
-    let dir = std::env::var_os("OLM_FBC_SAMPLES")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fbc-samples")
-        })
-        .join("real");
+    let dir =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/fbc-samples/real");
     let fbc = olm_resolver::fbc::load_path(&dir).unwrap();
     let c = [CatalogInput {
         name: "real".into(),

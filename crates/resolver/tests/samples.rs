@@ -1,6 +1,6 @@
-//! The shared FBC samples (`../shared/fbc-samples`, or `OLM_FBC_SAMPLES`): rendering matches
-//! upstream catalogd byte for byte, every sample validates, and broken copies are rejected with
-//! one message per problem.
+//! The FBC samples of `tests/data/fbc-samples` (copied from upstream repositories; its README
+//! names each origin): rendering matches upstream catalogd byte for byte, every sample
+//! validates, and broken copies are rejected with one message per problem.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 use std::path::{Path, PathBuf};
@@ -9,16 +9,8 @@ use olm_resolver::cli::load_valid;
 use olm_resolver::fbc::{load_files, load_path, validate::validate};
 
 fn samples() -> PathBuf {
-    let dir = std::env::var_os("OLM_FBC_SAMPLES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fbc-samples")
-        });
-    assert!(
-        dir.is_dir(),
-        "FBC samples not found at {} (set OLM_FBC_SAMPLES)",
-        dir.display()
-    );
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/fbc-samples");
+    assert!(dir.is_dir(), "FBC samples not found at {}", dir.display());
     dir
 }
 

@@ -185,7 +185,7 @@ async fn main() -> Result<()> {
         "/api/v1/metas?schema=olm.bundle&package=example-operator",
     );
     println!("\n$ curl '{metas}'");
-    olm_manager::client::install_crypto_provider();
+    olm_runtime::client::install_crypto_provider();
     let body = reqwest::get(&metas).await?.text().await?;
     print!("{body}");
     Ok(())

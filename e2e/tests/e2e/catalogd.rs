@@ -31,7 +31,7 @@ fn example_catalog(version: &str) -> String {
 }
 
 fn http() -> reqwest::Client {
-    olm_manager::client::install_crypto_provider();
+    olm_runtime::client::install_crypto_provider();
     reqwest::Client::builder()
         .timeout(Duration::from_secs(10))
         .build()

@@ -7,7 +7,7 @@ type TestResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
 
 #[tokio::test]
 async fn sigterm_cancels_the_shutdown_token() -> TestResult {
-    let token = olm_manager::try_shutdown_on_signals()?;
+    let token = olm_runtime::try_shutdown_on_signals()?;
     assert!(!token.is_cancelled());
 
     let status = std::process::Command::new("kill")

@@ -10,7 +10,7 @@ use axum::{
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::ObjectMeta;
-use olm_manager::{EventPublisher, EventType};
+use olm_runtime::{EventPublisher, EventType};
 use serde_json::Value;
 use std::{
     net::SocketAddr,
@@ -81,7 +81,7 @@ struct Harness {
 }
 
 async fn start() -> Result<Harness, Box<dyn std::error::Error + Send + Sync>> {
-    olm_manager::client::install_crypto_provider();
+    olm_runtime::client::install_crypto_provider();
     let api = FakeApi::default();
     let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
     let addr = listener.local_addr()?;

@@ -1,7 +1,7 @@
 //! The admin server over real HTTP on a loopback port: probes, readiness, metrics, routing
 //! and graceful shutdown.
 
-use olm_manager::{
+use olm_runtime::{
     Error, Metrics, Readiness, ReadinessHandle, ReconcileOutcome, bind_admin, serve_admin,
     serve_admin_on,
 };
@@ -24,7 +24,7 @@ struct Admin {
 }
 
 async fn start() -> Result<Admin, Box<dyn std::error::Error + Send + Sync>> {
-    olm_manager::client::install_crypto_provider();
+    olm_runtime::client::install_crypto_provider();
     let metrics = Arc::new(Metrics::new()?);
     metrics.register_controller("catalog", 2);
     metrics
