@@ -12,12 +12,19 @@ ensure_prereqs
 cargo build --quiet -p olm-e2e --bin olm-demo -p catalogd --bin catalogd
 dir=$PWD/target/demo/cluster
 tools/testbin/cluster.sh stop "$dir" >/dev/null 2>&1 || true
-rm -rf "$dir"
 if [ "${OLM_DEMO_KEEP:-0}" = 1 ]; then
   tools/testbin/cluster.sh start "$dir" --crds config/crd
 else
-  tools/testbin/cluster.sh start "$dir" --crds config/crd --watch-pid $$
-  trap 'tools/testbin/cluster.sh stop "$dir"' EXIT
+  # The control plane lives as long as this script holds its stdin: however the script ends,
+  # the pipe closes and the supervisor stops everything it started.
+  coproc CLUSTER { exec tools/testbin/cluster.sh run "$dir" --crds config/crd; }
+  ready=""
+  while IFS= read -r line <&"${CLUSTER[0]}"; do
+    if [ "$line" = ready ]; then ready=1; break; fi
+  done
+  [ -n "$ready" ] || { echo "demo: the control plane did not start; logs in $dir/logs" >&2; exit 1; }
+  cluster_in=${CLUSTER[1]} cluster_pid=$CLUSTER_PID
+  trap 'exec {cluster_in}>&-; wait "$cluster_pid" 2>/dev/null || true' EXIT
 fi
 source "$dir/env"
 export KUBECONFIG OLM_E2E_KUBECONFIG=$KUBECONFIG

@@ -4,6 +4,7 @@
 //!   kube-controller-manager, kube-scheduler, via `tools/testbin/cluster.sh`), or reuses the one
 //!   named by `OLM_E2E_KUBECONFIG`, and installs the CRDs.
 //! * [`context::TestContext`] gives each test a client and its own namespace.
+//! * [`process`] starts processes that cannot outlive the test process.
 //! * [`wait`] waits on conditions with a deadline; nothing here sleeps and hopes.
 //! * [`apply`] and [`table`] apply YAML and print `kubectl get`-style tables (used by the demo).
 
@@ -11,6 +12,7 @@ pub mod apply;
 pub mod cluster;
 pub mod context;
 pub mod manager;
+pub mod process;
 pub mod samples;
 pub mod table;
 pub mod wait;

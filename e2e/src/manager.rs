@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::ServiceAccount;
@@ -16,8 +16,9 @@ use crate::{Error, Result, apply, cluster, kube_err, repo_root};
 /// A running manager.
 #[derive(Debug, Clone)]
 pub struct Manager {
-    /// Its process id.
+    /// Its process id (for logs; it is stopped through its handle, never by this number).
     pub pid: u32,
+    child: crate::process::Kept,
     /// Where its log goes.
     pub log: PathBuf,
     /// Its working folder (storage and such).
@@ -134,8 +135,8 @@ pub async fn service_account_kubeconfig(
     Ok(out.to_path_buf())
 }
 
-/// Starts `binary` with `args` and `kubeconfig`, logging to `log`, and arranges for it to be
-/// stopped when this test process exits.
+/// Starts `binary` with `args` and `kubeconfig`, logging to `log`; it is stopped when this test
+/// process exits (see [`crate::process`]), or earlier with [`Manager::stop`].
 pub fn spawn(
     binary: &Path,
     args: &[String],
@@ -151,33 +152,35 @@ pub fn spawn(
         path: log.display().to_string(),
         source,
     })?;
-    let child = Command::new(binary)
-        .args(args)
-        .env("KUBECONFIG", kubeconfig)
-        .env("RUST_LOG", "info,catalogd=debug,kube=warn")
-        .stdin(Stdio::null())
-        .stdout(file)
-        .stderr(err)
-        .spawn()
-        .map_err(|e| Error::Cluster(format!("starting {}: {e}", binary.display())))?;
-    let pid = child.id();
-    // Detached watcher: when the test process exits, stop the manager.
-    Command::new("setsid")
-        .args([
-            "bash",
-            "-c",
-            &format!("tail --pid={} -f /dev/null; kill {pid} 2>/dev/null; sleep 5; kill -9 {pid} 2>/dev/null", std::process::id()),
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| Error::Cluster(format!("starting the watcher of {}: {e}", binary.display())))?;
+    let child = crate::process::spawn_tethered(binary, args, |c| {
+        c.env("KUBECONFIG", kubeconfig)
+            .env("RUST_LOG", "info,catalogd=debug,kube=warn")
+            .stdin(Stdio::null())
+            .stdout(file)
+            .stderr(err);
+    })?;
     Ok(Manager {
-        pid,
+        pid: child.id(),
+        child: Arc::new(Mutex::new(child)),
         log: log.to_path_buf(),
         dir: dir.to_path_buf(),
     })
+}
+
+impl Manager {
+    /// Whether the process still runs.
+    pub fn is_running(&self) -> bool {
+        self.child
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .try_wait()
+            .is_ok_and(|status| status.is_none())
+    }
+
+    /// Stops the process (SIGTERM, then SIGKILL after 10 s) and waits until it has exited.
+    pub fn stop(&self) -> Result<()> {
+        crate::process::stop(&self.child, std::time::Duration::from_secs(10))
+    }
 }
 
 /// catalogd, started once per test process: its content server's base URL and its admin
@@ -208,17 +211,42 @@ pub fn catalogd() -> Result<&'static Catalogd> {
 }
 
 fn start_catalogd() -> Result<Catalogd> {
+    start_catalogd_with("catalogd", &[])
+}
+
+/// The folder this run keeps its managers' logs and working folders in: the control plane's
+/// own, or (on a reused cluster) `target/e2e/reuse-<pid>`, held while this process runs.
+fn run_base() -> Result<PathBuf> {
     let cluster = cluster::cluster()?;
-    let base = cluster.dir.clone().unwrap_or_else(|| {
-        repo_root()
-            .join("target/e2e")
-            .join(format!("reuse-{}", std::process::id()))
-    });
-    let dir = base.join("catalogd");
+    if let Some(dir) = &cluster.dir {
+        return Ok(dir.clone());
+    }
+    static REUSE: OnceLock<std::result::Result<PathBuf, String>> = OnceLock::new();
+    REUSE
+        .get_or_init(|| {
+            let base = repo_root()
+                .join("target/e2e")
+                .join(format!("reuse-{}", std::process::id()));
+            std::fs::create_dir_all(base.join("logs")).map_err(|e| e.to_string())?;
+            cluster::hold_dir(&base).map_err(|e| e.to_string())?;
+            Ok(base)
+        })
+        .clone()
+        .map_err(Error::Cluster)
+}
+
+/// Starts a catalogd of its own, named `name` in logs (`<run>/logs/<name>.log`), as the
+/// `catalogd` ServiceAccount, with the harness's flags and then `extra_args` (a later flag
+/// wins). Its working folder (storage, kubeconfig) is removed when this process exits.
+pub fn start_catalogd_with(name: &str, extra_args: &[String]) -> Result<Catalogd> {
+    let base = run_base()?;
+    let dir = base.join(name);
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|source| Error::Io {
         path: dir.display().to_string(),
         source,
     })?;
+    crate::process::remove_on_exit(&dir)?;
     let kubeconfig = dir.join("kubeconfig");
     let kc = kubeconfig.clone();
     crate::cluster::run_blocking(async move {
@@ -228,7 +256,7 @@ fn start_catalogd() -> Result<Catalogd> {
     let (content_port, admin_port) = free_ports()?;
     let storage = dir.join("storage");
     let content_url = format!("http://127.0.0.1:{content_port}");
-    let args = vec![
+    let mut args = vec![
         format!("--storage-dir={}", storage.display()),
         format!("--content-address=127.0.0.1:{content_port}"),
         format!("--admin-address=127.0.0.1:{admin_port}"),
@@ -237,11 +265,12 @@ fn start_catalogd() -> Result<Catalogd> {
         "--http-timeout-seconds=10".into(),
         "--max-content-bytes=1048576".into(),
     ];
+    args.extend(extra_args.iter().cloned());
     let manager = spawn(
         &binary("catalogd")?,
         &args,
         &kubeconfig,
-        &dir.join("catalogd.log"),
+        &base.join("logs").join(format!("{name}.log")),
         &dir,
     )?;
     let admin_url = format!("http://127.0.0.1:{admin_port}");
@@ -252,17 +281,6 @@ fn start_catalogd() -> Result<Catalogd> {
         admin_url,
         storage,
     })
-}
-
-/// Whether the process runs (a zombie, which exited but was not reaped, does not).
-pub fn is_alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            stat.rsplit_once(')')
-                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
-        })
-        .is_some_and(|zombie| !zombie)
 }
 
 /// Waits (up to 60 s) until the manager's /readyz says ready; fails early if it exits.
@@ -277,7 +295,7 @@ fn wait_ready(admin_url: &str, manager: &Manager) -> Result<()> {
         if ok {
             return Ok(());
         }
-        let alive = is_alive(manager.pid);
+        let alive = manager.is_running();
         if !alive || std::time::Instant::now() > deadline {
             let log = std::fs::read_to_string(&manager.log).unwrap_or_default();
             let tail: Vec<&str> = log.lines().rev().take(30).collect();

@@ -13,8 +13,8 @@ use kube::runtime::events::EventType;
 use kube::runtime::reflector::Store as Reflector;
 use kube::{Client, ResourceExt};
 use olm_api::catalog::{Catalog, CatalogStatus, Phase, SourceType};
-use olm_runtime::events::EventPublisher;
 use olm_resolver::fbc::{Fbc, Problem, load_files, validate::validate};
+use olm_runtime::events::EventPublisher;
 
 use crate::metrics::CatalogdMetrics;
 use crate::source::{Fetched, Sources};

@@ -52,10 +52,10 @@ async fn put_configmap(ctx: &TestContext, name: &str, content: &str) {
 
 async fn create_catalog(ctx: &TestContext, name: &str, source: serde_json::Value) -> Api<Catalog> {
     let api: Api<Catalog> = Api::all(ctx.client.clone());
-    let c: Catalog = serde_json::from_value(json!({
+    let c: Catalog = serde_json::from_value(ctx.labelled(json!({
         "apiVersion": "catalogd.operatorframework.io/v1alpha1", "kind": "Catalog",
         "metadata": {"name": name}, "spec": {"source": source}
-    }))
+    })))
     .unwrap();
     api.create(&PostParams::default(), &c).await.unwrap();
     api

@@ -21,13 +21,9 @@ async fn a_configmap_owned_by_an_operator_is_collected_with_it() {
         upgrade_constraint_policy: UpgradeConstraintPolicy::Enforce,
         catalog_selector: None,
     };
-    let op = operators
-        .create(
-            &PostParams::default(),
-            &Operator::new(&ctx.name("owner"), spec),
-        )
-        .await
-        .unwrap();
+    let mut op = Operator::new(&ctx.name("owner"), spec);
+    op.metadata.labels = Some(ctx.labels());
+    let op = operators.create(&PostParams::default(), &op).await.unwrap();
     let owner = OwnerReference {
         api_version: Operator::api_version(&()).into_owned(),
         kind: Operator::kind(&()).into_owned(),

@@ -11,7 +11,8 @@ async fn rejection(ctx: &TestContext, doc: serde_json::Value) -> String {
     let gvk = apply::gvk_of(&doc).unwrap();
     let (resource, _) = pinned_kind(&ctx.client, &gvk).await.unwrap();
     let api: Api<DynamicObject> = Api::all_with(ctx.client.clone(), &resource);
-    let obj: DynamicObject = serde_json::from_value(doc.clone()).unwrap();
+    // Labelled, so that an object accepted by mistake is still cleaned up.
+    let obj: DynamicObject = serde_json::from_value(ctx.labelled(doc.clone())).unwrap();
     match api.create(&PostParams::default(), &obj).await {
         Ok(_) => panic!("the API server accepted an invalid object: {doc}"),
         Err(kube::Error::Api(status)) => {
@@ -268,7 +269,7 @@ async fn valid_version_ranges_are_accepted() {
             &ctx.name(&format!("r{i}")),
             json!({"packageName": "foo", "version": version}),
         );
-        let obj: olm_api::Operator = serde_json::from_value(doc).unwrap();
+        let obj: olm_api::Operator = serde_json::from_value(ctx.labelled(doc)).unwrap();
         api.create(&PostParams::default(), &obj)
             .await
             .unwrap_or_else(|e| panic!("version {version:?} was rejected: {e}"));

@@ -1,0 +1,133 @@
+//! Child processes that cannot outlive the test process.
+//!
+//! Every process the harness starts (the control plane's supervisor, the managers) is started
+//! through `setpriv --pdeathsig TERM` from one thread that lives as long as the process. The
+//! kernel sends the child SIGTERM when that thread's process dies, however it dies (a panic, the
+//! end of the test binary, SIGKILL from an impatient user), so nothing leaks and nothing is
+//! ever stopped by a PID that might have been reused. (The parent-death signal follows the
+//! thread that forked the child, not the process: hence the one long-lived spawning thread,
+//! since test threads end early.)
+//!
+//! A child that must be stopped earlier is stopped through its [`Child`] handle: the harness
+//! never reaps a child it may still signal, so its PID cannot have been reused.
+
+use std::process::{Child, Command};
+use std::sync::OnceLock;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex};
+
+use crate::{Error, Result};
+
+type Request = (Command, Sender<std::io::Result<Child>>);
+
+static SPAWNER: OnceLock<Mutex<Sender<Request>>> = OnceLock::new();
+
+fn spawner() -> Result<Sender<Request>> {
+    let sender = SPAWNER.get_or_init(|| {
+        let (tx, rx) = channel::<Request>();
+        // The thread ends only with the process: the sender lives in a static.
+        let started = std::thread::Builder::new()
+            .name("olm-e2e-spawner".into())
+            .spawn(move || serve(rx));
+        if let Err(e) = started {
+            // Without the thread, requests fail with a clear error below.
+            let _ = std::io::Write::write_fmt(
+                &mut std::io::stderr(),
+                format_args!("e2e: cannot start the spawner thread: {e}\n"),
+            );
+        }
+        Mutex::new(tx)
+    });
+    Ok(sender
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone())
+}
+
+fn serve(rx: Receiver<Request>) {
+    for (mut command, reply) in rx {
+        let _ = reply.send(command.spawn());
+    }
+}
+
+/// Starts `program` with `args`, tethered to this process: it gets SIGTERM when this process
+/// exits. `configure` sets up its environment and standard streams.
+pub fn spawn_tethered(
+    program: &std::path::Path,
+    args: &[String],
+    configure: impl FnOnce(&mut Command),
+) -> Result<Child> {
+    let mut command = Command::new("setpriv");
+    command
+        .args(["--pdeathsig", "TERM", "--"])
+        .arg(program)
+        .args(args);
+    configure(&mut command);
+    let (tx, rx) = channel();
+    spawner()?
+        .send((command, tx))
+        .map_err(|_| Error::Cluster("the spawner thread is gone".into()))?;
+    rx.recv()
+        .map_err(|_| Error::Cluster("the spawner thread is gone".into()))?
+        .map_err(|e| Error::Cluster(format!("starting {}: {e}", program.display())))
+}
+
+/// A child kept alive for the rest of the process (its handle must not be dropped and reaped
+/// behind our back while we may still signal it).
+pub type Kept = Arc<Mutex<Child>>;
+
+/// Stops `child` now: SIGTERM through its handle, then SIGKILL after `grace`.
+pub fn stop(child: &Kept, grace: std::time::Duration) -> Result<()> {
+    let mut child = child
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if child
+        .try_wait()
+        .map_err(|e| Error::Cluster(e.to_string()))?
+        .is_some()
+    {
+        return Ok(());
+    }
+    // SIGTERM via kill(1) on the PID of a child we have not reaped: it cannot be a stranger.
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let deadline = std::time::Instant::now() + grace;
+    while std::time::Instant::now() < deadline {
+        if child
+            .try_wait()
+            .map_err(|e| Error::Cluster(e.to_string()))?
+            .is_some()
+        {
+            return Ok(());
+        }
+        // Polling our own child's exit, bounded by the deadline.
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    child.kill().map_err(|e| Error::Cluster(e.to_string()))?;
+    child.wait().map_err(|e| Error::Cluster(e.to_string()))?;
+    Ok(())
+}
+
+/// Removes `path` when this process exits, however it exits: a tethered `sh` waits for its
+/// stdin (held by this process until it ends) to close, then removes the folder.
+pub fn remove_on_exit(path: &std::path::Path) -> Result<()> {
+    static HELD: OnceLock<Mutex<Vec<Child>>> = OnceLock::new();
+    let args = [
+        "-c".to_owned(),
+        // SIGTERM (the parent-death signal) and end of input both end in the removal.
+        "trap 'rm -rf -- \"$1\"; exit 0' TERM; cat >/dev/null; rm -rf -- \"$1\"".to_owned(),
+        "olm-e2e-janitor".to_owned(),
+        path.display().to_string(),
+    ];
+    let child = spawn_tethered(std::path::Path::new("sh"), &args, |c| {
+        c.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+    })?;
+    HELD.get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(child);
+    Ok(())
+}

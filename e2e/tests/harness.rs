@@ -1,0 +1,213 @@
+//! The harness itself is leak-free: a test run killed outright at any point, or a control plane
+//! that fails half way through its start, leaves no process and nothing but logs behind.
+//!
+//! Each case runs a child copy of this test binary (the ignored `child` test below) that uses
+//! the harness as a real test would, in a folder of its own, and kills it or lets it fail.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// What the child does, from `OLM_E2E_HARNESS_CHILD`.
+const MODE_ENV: &str = "OLM_E2E_HARNESS_CHILD";
+
+/// One control plane at a time: the cases are slow enough without competing for two cores.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// The child: starts the control plane and catalogd as any test does, says `@@UP` (or `@@ERR`
+/// and the error),
+/// then waits to be killed.
+#[test]
+#[ignore = "run by the other tests of this file, in a process of its own"]
+fn child() {
+    let Ok(mode) = std::env::var(MODE_ENV) else {
+        return;
+    };
+    match olm_e2e::cluster::cluster() {
+        Ok(_) => {
+            if mode == "up" {
+                olm_e2e::manager::catalogd().unwrap();
+            }
+            println!("\n@@UP");
+        }
+        // One line, so the parent reads it whole.
+        Err(e) => println!("\n@@ERR {}", e.to_string().replace('\n', " | ")),
+    }
+    loop {
+        // Waiting to be killed by the parent test.
+        std::thread::park();
+    }
+}
+
+fn run_dir(case: &str) -> PathBuf {
+    let dir = olm_e2e::repo_root()
+        .join("target/e2e")
+        .join(format!("harness-{case}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn spawn_child(mode: &str, dir: &Path, extra_env: &[(&str, &str)]) -> Child {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--exact",
+        "child",
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(MODE_ENV, mode)
+    .env(olm_e2e::cluster::DIR_ENV, dir)
+    .env_remove(olm_e2e::cluster::REUSE_ENV)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::inherit());
+    for (k, v) in extra_env {
+        cmd.env(k, v);
+    }
+    cmd.spawn().unwrap()
+}
+
+/// Processes whose command line names `dir` (every component, the supervisor and catalogd do).
+fn processes_in(dir: &Path) -> Vec<String> {
+    let needle = dir.display().to_string();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&raw).replace('\0', " ");
+        if cmdline.contains(&needle) {
+            found.push(format!("{pid}: {cmdline}"));
+        }
+    }
+    found
+}
+
+/// What is left in `dir` besides its logs.
+fn leftovers(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "logs")
+        .collect()
+}
+
+/// Waits (up to 60 s) until no process runs in `dir` and only its logs are left.
+fn assert_nothing_left(dir: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (procs, files) = (processes_in(dir), leftovers(dir));
+        if procs.is_empty() && files.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "60 s after the run ended, {} still holds {files:?} and these processes run:\n{}",
+            dir.display(),
+            procs.join("\n")
+        );
+        // Polling /proc for processes that are stopping, bounded by the deadline.
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(
+        dir.join("logs/kube-apiserver.log").exists() || dir.join("logs/etcd.log").exists(),
+        "the logs were not kept"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Waits (up to `seconds`) until `cond` holds.
+fn wait_until(what: &str, seconds: u64, cond: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    while !cond() {
+        assert!(Instant::now() < deadline, "{what} within {seconds} s");
+        // Polling the file system, bounded by the deadline.
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_test_run_killed_while_the_control_plane_starts_leaves_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = run_dir("mid-start");
+    let mut child = spawn_child("start", &dir, &[]);
+    // etcd runs and the API server is starting: kill the test run outright.
+    wait_until("etcd started", 120, || dir.join("logs/etcd.log").exists());
+    assert!(
+        !processes_in(&dir).is_empty(),
+        "the control plane's processes were not found, so this test could not fail"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_nothing_left(&dir);
+}
+
+#[test]
+fn a_test_run_killed_with_the_control_plane_and_catalogd_up_leaves_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = run_dir("up");
+    let mut child = spawn_child("up", &dir, &[]);
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let first = stdout
+        .lines()
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("@@"));
+    assert_eq!(first.as_deref(), Some("@@UP"), "the child did not come up");
+    let running = processes_in(&dir);
+    assert!(
+        running.iter().any(|p| p.contains("catalogd")),
+        "catalogd is not running: {running:#?}"
+    );
+    assert!(
+        running.iter().any(|p| p.contains("kube-apiserver")),
+        "{running:#?}"
+    );
+    assert!(dir.join("catalogd/storage").exists() || dir.join("catalogd").exists());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_nothing_left(&dir);
+}
+
+#[test]
+fn a_control_plane_that_fails_half_way_leaves_nothing_and_says_why() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = run_dir("fails");
+    // etcd starts; the API server refuses an unknown flag.
+    let mut child = spawn_child(
+        "start",
+        &dir,
+        &[("OLM_TESTBIN_APISERVER_ARGS", "--no-such-flag-olm-rs")],
+    );
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let first = stdout
+        .lines()
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("@@"))
+        .unwrap_or_default();
+    assert!(
+        first.starts_with("@@ERR"),
+        "the control plane started: {first}"
+    );
+    assert!(
+        first.contains("kube-apiserver exited") && first.contains("--no-such-flag-olm-rs"),
+        "the error does not say what failed: {first}"
+    );
+    // The child is still alive (it waits to be killed): the supervisor cleaned up by itself,
+    // and the harness reported the failure with the API server's own words.
+    assert_nothing_left(&dir);
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
