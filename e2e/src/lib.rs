@@ -6,18 +6,26 @@
 //! * [`context::TestContext`] gives each test a client and its own namespace.
 //! * [`process`] starts processes that cannot outlive the test process.
 //! * [`wait`] waits on conditions with a deadline; nothing here sleeps and hopes.
+//! * [`catalogs`] and [`serve`] help tests of catalogd (catalogs, waits, metrics, file servers).
 //! * [`apply`] and [`table`] apply YAML and print `kubectl get`-style tables (used by the demo).
 
 pub mod apply;
+pub mod catalogs;
 pub mod cluster;
 pub mod context;
 pub mod manager;
 pub mod process;
 pub mod samples;
+pub mod serve;
 pub mod table;
 pub mod wait;
 
 use std::path::PathBuf;
+
+/// Installs rustls's `ring` provider for the process (tests' own TLS servers and clients).
+pub fn install_crypto_provider() {
+    olm_runtime::client::install_crypto_provider();
+}
 
 /// The repository root (this crate lives in `e2e/`).
 pub fn repo_root() -> PathBuf {

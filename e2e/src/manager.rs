@@ -195,6 +195,43 @@ pub struct Catalogd {
     pub admin_url: String,
     /// Its storage folder.
     pub storage: PathBuf,
+    /// Its name in logs.
+    name: String,
+    /// The flags it was started with.
+    args: Vec<String>,
+    kubeconfig: PathBuf,
+    log_dir: PathBuf,
+}
+
+impl Catalogd {
+    /// Stops this catalogd and starts it again on the same storage, ports and identity, with
+    /// `extra_args` added to the flags it had (a later flag wins).
+    pub fn restart(&self, extra_args: &[String]) -> Result<Catalogd> {
+        self.manager.stop()?;
+        let mut args = self.args.clone();
+        args.extend(extra_args.iter().cloned());
+        let log = self.log_dir.join(format!(
+            "{}-{}.log",
+            self.name,
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis())
+                .unwrap_or_default()
+        ));
+        let manager = spawn(
+            &binary("catalogd")?,
+            &args,
+            &self.kubeconfig,
+            &log,
+            &self.manager.dir,
+        )?;
+        wait_ready(&self.admin_url, &manager)?;
+        Ok(Catalogd {
+            manager,
+            args,
+            ..self.clone()
+        })
+    }
 }
 
 /// catalogd's namespace in the tests, as in the chart.
@@ -280,6 +317,10 @@ pub fn start_catalogd_with(name: &str, extra_args: &[String]) -> Result<Catalogd
         content_url,
         admin_url,
         storage,
+        name: name.to_owned(),
+        args,
+        kubeconfig,
+        log_dir: base.join("logs"),
     })
 }
 

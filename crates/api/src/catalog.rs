@@ -7,7 +7,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::schema::{conditions_schema, duration_schema};
+use crate::schema::{conditions_schema, duration_schema, poll_interval_schema};
 
 /// API group of `Catalog`.
 pub const GROUP: &str = "catalogd.operatorframework.io";
@@ -149,9 +149,9 @@ pub struct ImageSource {
     /// Name of a `kubernetes.io/dockerconfigjson` Secret in catalogd's namespace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pull_secret: Option<String>,
-    /// How often to check a tag for a new digest (Go duration, e.g. `10m`).
+    /// How often to check a tag for a new digest (Go duration between 5s and 168h, e.g. `10m`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "duration_schema")]
+    #[schemars(schema_with = "poll_interval_schema")]
     pub poll_interval: Option<String>,
     /// Skip TLS verification of the registry (for test registries only).
     #[serde(
@@ -223,9 +223,9 @@ pub struct HttpSource {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = r"^[a-f0-9]{64}$"))]
     pub sha256: Option<String>,
-    /// How often to check the URL for new content (Go duration).
+    /// How often to check the URL for new content (Go duration between 5s and 168h).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "duration_schema")]
+    #[schemars(schema_with = "poll_interval_schema")]
     pub poll_interval: Option<String>,
     /// Secret with `username` and `password` (basic auth) or `token` (bearer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -250,9 +250,9 @@ pub struct GitSource {
     /// Secret with `username`/`password`, or `ssh-privatekey` and optional `ssh-knownhosts`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth_secret: Option<SecretRef>,
-    /// How often to check a branch or tag for new commits (Go duration).
+    /// How often to check a branch or tag for new commits (Go duration between 5s and 168h).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "duration_schema")]
+    #[schemars(schema_with = "poll_interval_schema")]
     pub poll_interval: Option<String>,
 }
 

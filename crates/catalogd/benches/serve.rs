@@ -158,7 +158,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         let input = generate(&SynthConfig::default());
         let fbc = load_files([("catalog.json", input.as_slice())])
             .map_err(|p| format!("{} problems: {:?}", p.len(), p.first()))?;
-        Store::open(dir)?.put("synthetic", &fbc)?;
+        Store::open(dir)?.put("synthetic", "uid", &fbc)?;
         return Ok(());
     }
     let dir = tempfile::tempdir()?;

@@ -1,24 +1,30 @@
-//! The Catalog controller: watches Catalogs and the ConfigMaps they reference (a change to a
-//! ConfigMap re-unpacks exactly the Catalogs that use it), keeps a finalizer that removes stored
-//! content on deletion, and counts every reconcile in the controller-runtime metrics.
+//! The Catalog controller: watches Catalogs, the ConfigMaps they read (configMaps sources and
+//! CA bundles) and the credential Secrets they name (a change re-unpacks exactly the Catalogs
+//! that use it, at once, even during a failure's backoff), keeps a finalizer that removes
+//! stored content on deletion, counts every reconcile in the controller-runtime metrics (an
+//! unpack failure is a reconcile error), and reports its readiness from the health of its
+//! Catalog watch.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
-use kube::runtime::reflector::{ObjectRef, Store as Reflector};
-use kube::runtime::watcher;
+use kube::runtime::reflector::{self, ObjectRef, Store as Reflector};
+use kube::runtime::{WatchStreamExt, watcher};
 use olm_api::catalog::Catalog;
+use olm_runtime::admin::ReadinessHandle;
 use olm_runtime::metrics::{Metrics, ReconcileOutcome};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::reconcile::{self, Context, Error};
+use crate::context::{Context, Memories, Parts};
+use crate::reconcile::{self, Error};
+use crate::source::credentials::credential_selector;
 
 /// The finalizer upstream catalogd uses, so either can take over the other's objects.
 pub const FINALIZER: &str = "catalogd.operatorframework.io/delete-server-cache";
@@ -27,53 +33,125 @@ pub const FINALIZER: &str = "catalogd.operatorframework.io/delete-server-cache";
 pub const CONTROLLER: &str = "catalog";
 
 /// Catalogs reconciled at once: enough that one slow source does not hold up the others, few
-/// enough that a restart with many large catalogs does not unpack them all at once.
+/// enough that a restart with many large catalogs does not fetch them all at once (the unpack
+/// budget bounds the memory either way).
 pub const CONCURRENCY: u16 = 4;
 
-/// The Catalogs whose `configMaps` source reads `namespace/name`.
-fn referencing(
-    reader: &Reflector<Catalog>,
+/// An object a Catalog's source reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Input<'a> {
+    /// A ConfigMap (a configMaps source entry, or an http CA bundle).
+    ConfigMap {
+        /// Its namespace.
+        namespace: &'a str,
+        /// Its name.
+        name: &'a str,
+    },
+    /// A Secret in catalogd's namespace (an http auth Secret).
+    Secret {
+        /// Its name.
+        name: &'a str,
+    },
+}
+
+/// The Catalogs (of `catalogs`) whose source reads `input`; ConfigMaps without a namespace,
+/// CA bundles and Secrets are in `own_namespace`.
+pub fn readers(
+    catalogs: &[Arc<Catalog>],
     own_namespace: &str,
-    namespace: &str,
-    name: &str,
+    input: Input<'_>,
 ) -> Vec<ObjectRef<Catalog>> {
-    reader
-        .state()
+    catalogs
         .iter()
         .filter(|c| {
-            c.spec.source.config_maps.iter().flatten().any(|e| {
-                e.config_map.name == name
-                    && e.config_map.namespace.as_deref().unwrap_or(own_namespace) == namespace
-            })
+            let source = &c.spec.source;
+            match input {
+                Input::ConfigMap { namespace, name } => {
+                    let in_source = source.config_maps.iter().flatten().any(|e| {
+                        e.config_map.name == name
+                            && e.config_map.namespace.as_deref().unwrap_or(own_namespace)
+                                == namespace
+                    });
+                    let ca = source
+                        .http
+                        .as_ref()
+                        .and_then(|h| h.ca_bundle.as_ref())
+                        .is_some_and(|ca| ca.config_map == name && namespace == own_namespace);
+                    in_source || ca
+                }
+                Input::Secret { name } => source
+                    .http
+                    .as_ref()
+                    .and_then(|h| h.auth_secret.as_ref())
+                    .is_some_and(|s| s.name == name),
+            }
         })
         .map(|c| ObjectRef::from_obj(c.as_ref()))
         .collect()
 }
 
-/// Builds the controller; its cache is stored in the context before it runs.
+/// Builds the controller and its context. `config_map_namespaces` are the namespaces whose
+/// ConfigMaps Catalogs may read (catalogd's own first); `ready` follows the Catalog watch.
 pub fn build(
-    ctx: &mut Context,
+    parts: Parts,
     own_namespace: &str,
-    watched_namespaces: &[String],
-) -> Controller<Catalog> {
-    let catalogs: Api<Catalog> = Api::all(ctx.client.clone());
-    let mut controller = Controller::new(catalogs, watcher::Config::default().any_semantic());
-    let reader = controller.store();
-    ctx.catalogs = Some(reader.clone());
-    for ns in watched_namespaces {
-        let reader = reader.clone();
-        let own = own_namespace.to_owned();
-        let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), ns);
+    config_map_namespaces: &[String],
+    ready: ReadinessHandle,
+) -> (Controller<Catalog>, Context) {
+    let client = parts.client.clone();
+    let (reader, writer) = reflector::store();
+    // Ready while the watch is healthy: after its initial list, and again after each re-list
+    // that follows an error (a watch that cannot reach the API server is not ready).
+    let catalogs = watcher(
+        Api::<Catalog>::all(client.clone()),
+        watcher::Config::default().any_semantic(),
+    )
+    .default_backoff()
+    .inspect(move |event| match event {
+        Ok(watcher::Event::InitDone | watcher::Event::Apply(_) | watcher::Event::Delete(_)) => {
+            ready.set_ready(true);
+        }
+        Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => {}
+        Err(error) => {
+            tracing::warn!(%error, "the Catalog watch failed; not ready until it recovers");
+            ready.set_ready(false);
+        }
+    })
+    .reflect(writer)
+    .applied_objects();
+    let mut controller = Controller::for_stream(catalogs, reader.clone());
+    let memory = Arc::new(Memories::default());
+    let trigger = |reader: Reflector<Catalog>, memory: Arc<Memories>, own: String| {
+        move |input: Input<'_>| {
+            let refs = readers(&reader.state(), &own, input);
+            memory.inputs_changed(&refs);
+            refs
+        }
+    };
+    for ns in config_map_namespaces {
+        let map = trigger(reader.clone(), memory.clone(), own_namespace.to_owned());
+        let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
         controller = controller.watches(api, watcher::Config::default(), move |cm: ConfigMap| {
-            referencing(
-                &reader,
-                &own,
-                cm.namespace().as_deref().unwrap_or_default(),
-                &cm.name_any(),
-            )
+            map(Input::ConfigMap {
+                namespace: cm.namespace().as_deref().unwrap_or_default(),
+                name: &cm.name_any(),
+            })
         });
     }
-    controller
+    // Only Secrets that opted in as credentials are watched (and so ever held in memory).
+    let map = trigger(reader.clone(), memory.clone(), own_namespace.to_owned());
+    let secrets: Api<Secret> = Api::namespaced(client, own_namespace);
+    controller = controller.watches(
+        secrets,
+        watcher::Config::default().labels(&credential_selector()),
+        move |s: Secret| {
+            map(Input::Secret {
+                name: &s.name_any(),
+            })
+        },
+    );
+    let ctx = Context::new(parts, reader, memory);
+    (controller, ctx)
 }
 
 async fn reconcile(
@@ -100,13 +178,28 @@ async fn reconcile(
     result
 }
 
+/// An unpack failure retries on the plan's backoff (its status is written already); other
+/// errors (the API server, the store) after 10 s.
+fn retry_of(error: &kube::runtime::finalizer::Error<Error>) -> Duration {
+    match error {
+        kube::runtime::finalizer::Error::ApplyFailed(Error::Unpack { retry, .. }) => *retry,
+        _ => Duration::from_secs(10),
+    }
+}
+
 fn error_policy(
     catalog: Arc<Catalog>,
     error: &kube::runtime::finalizer::Error<Error>,
     _ctx: Arc<(Context, Arc<Metrics>)>,
 ) -> Action {
-    tracing::warn!(catalog = %catalog.name_any(), %error, "reconcile failed; retrying in 10s");
-    Action::requeue(Duration::from_secs(10))
+    let retry = retry_of(error);
+    if !matches!(
+        error,
+        kube::runtime::finalizer::Error::ApplyFailed(Error::Unpack { .. })
+    ) {
+        tracing::warn!(catalog = %catalog.name_any(), %error, ?retry, "reconcile failed; retrying");
+    }
+    Action::requeue(retry)
 }
 
 /// Runs the controller until `shutdown` is cancelled.
@@ -127,4 +220,93 @@ pub async fn run(
             }
         })
         .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use olm_api::catalog::{
+        CaBundleRef, CatalogSpec, ConfigMapRef, ConfigMapSource, HttpSource, SecretRef, Source,
+        SourceType,
+    };
+
+    fn catalog(name: &str, source: Source) -> Arc<Catalog> {
+        Arc::new(Catalog::new(
+            name,
+            CatalogSpec {
+                source,
+                priority: 0,
+            },
+        ))
+    }
+
+    fn empty(type_: SourceType) -> Source {
+        Source {
+            type_,
+            image: None,
+            config_maps: None,
+            http: None,
+            git: None,
+            custom: None,
+        }
+    }
+
+    fn names(refs: Vec<ObjectRef<Catalog>>) -> Vec<String> {
+        refs.into_iter().map(|r| r.name).collect()
+    }
+
+    #[test]
+    fn a_changed_input_maps_to_exactly_the_catalogs_that_read_it() {
+        let cms = |ns: Option<&str>| Source {
+            config_maps: Some(vec![ConfigMapSource {
+                config_map: ConfigMapRef {
+                    name: "cm".into(),
+                    namespace: ns.map(Into::into),
+                },
+                path: None,
+            }]),
+            ..empty(SourceType::ConfigMaps)
+        };
+        let http = Source {
+            http: Some(HttpSource {
+                url: "https://h/c.json".into(),
+                auth_secret: Some(SecretRef {
+                    name: "creds".into(),
+                }),
+                ca_bundle: Some(CaBundleRef {
+                    config_map: "ca".into(),
+                    key: None,
+                }),
+                ..Default::default()
+            }),
+            ..empty(SourceType::Http)
+        };
+        let all = vec![
+            catalog("own", cms(None)),
+            catalog("other", cms(Some("team"))),
+            catalog("web", http),
+        ];
+        let cm = |namespace, name| Input::ConfigMap { namespace, name };
+        assert_eq!(names(readers(&all, "olm", cm("olm", "cm"))), ["own"]);
+        assert_eq!(names(readers(&all, "olm", cm("team", "cm"))), ["other"]);
+        assert_eq!(names(readers(&all, "olm", cm("olm", "ca"))), ["web"]);
+        assert!(readers(&all, "olm", cm("team", "ca")).is_empty());
+        assert_eq!(
+            names(readers(&all, "olm", Input::Secret { name: "creds" })),
+            ["web"]
+        );
+        assert!(readers(&all, "olm", Input::Secret { name: "cm" }).is_empty());
+    }
+
+    #[test]
+    fn unpack_failures_retry_on_their_backoff_and_other_errors_after_10_s() {
+        let unpack = kube::runtime::finalizer::Error::ApplyFailed(Error::Unpack {
+            reason: "InvalidContent",
+            message: "bad".into(),
+            retry: Duration::from_secs(40),
+        });
+        assert_eq!(retry_of(&unpack), Duration::from_secs(40));
+        let store = kube::runtime::finalizer::Error::ApplyFailed(Error::Store("disk".into()));
+        assert_eq!(retry_of(&store), Duration::from_secs(10));
+    }
 }

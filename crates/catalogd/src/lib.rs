@@ -1,17 +1,23 @@
 //! catalogd: turns `Catalog` objects into served, validated catalog content.
 //!
-//! * [`controller`] and [`reconcile`]: the Catalog controller (fetch, parse and validate, store,
-//!   status, events).
+//! * [`controller`]: the Catalog controller and its watches; [`context`]: what reconciles share.
+//! * [`plan`]: what a reconcile does, decided by a pure function; [`poll`]: its timing.
+//! * [`reconcile`]: carries a plan out (fetch, [`unpack`] under the [`budget`], status, events).
 //! * [`source`]: one implementation per member of `spec.source`.
 //! * [`store`]: hash-addressed content with atomic swap; the last good content is kept.
 //! * [`server`]: the HTTP content server (`all.json` and the metas query API).
 //! * [`status`]: the status catalogd writes, as pure functions.
 //! * [`metrics`]: the `catalogd_*` metric families.
 
+pub mod budget;
+pub mod context;
 pub mod controller;
 pub mod metrics;
+pub mod plan;
+pub mod poll;
 pub mod reconcile;
 pub mod server;
 pub mod source;
 pub mod status;
 pub mod store;
+pub mod unpack;

@@ -1,16 +1,16 @@
 //! catalogd: turns `Catalog` objects into served, validated catalog content.
 //!
-//! Start-up: flags, tracing, client; open the content store and drop content of Catalogs that
-//! were deleted while catalogd was down; then run the admin server (metrics, probes), the
-//! content server and the Catalog controller until SIGTERM.
+//! Wiring only: flags, tracing, client; open the content store and drop content no existing
+//! Catalog owns; then run the content server, the admin server (metrics, probes) and the
+//! Catalog controller until SIGTERM.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
-use catalogd::reconcile::Context;
+use catalogd::context::Parts;
 use catalogd::source::{Sources, configmaps::ConfigMapsSource, http::HttpSource};
 use catalogd::{controller, metrics::CatalogdMetrics, server, store::Store};
 use clap::Parser;
@@ -20,7 +20,7 @@ use olm_runtime::{admin, events::EventPublisher, metrics::Metrics, shutdown, tel
 
 /// catalogd: unpacks, validates and serves the content of Catalog objects.
 #[derive(Parser, Debug)]
-#[command(version, about)]
+#[command(version, about, args_override_self = true)]
 struct Flags {
     /// Where unpacked content is stored.
     #[arg(
@@ -49,9 +49,15 @@ struct Flags {
     /// Other namespaces whose ConfigMaps Catalogs may name (comma-separated).
     #[arg(long, value_delimiter = ',')]
     allowed_configmap_namespaces: Vec<String>,
-    /// The largest catalog (HTTP body, or unpacked archive) accepted, in bytes.
+    /// The largest catalog (HTTP body, unpacked archive, or ConfigMaps' content) accepted, in
+    /// bytes.
     #[arg(long, default_value_t = 256 * 1024 * 1024)]
     max_content_bytes: u64,
+    /// The most bytes of fetched content parsed and stored at once, across all Catalogs (each
+    /// byte costs a few more while it is unpacked; see docs/performance.md). A catalog larger
+    /// than this still unpacks, alone.
+    #[arg(long, default_value_t = 256 * 1024 * 1024)]
+    unpack_budget_bytes: u64,
     /// How long one HTTP fetch may take, in seconds.
     #[arg(long, default_value_t = 120)]
     http_timeout_seconds: u64,
@@ -73,21 +79,16 @@ async fn main() -> Result<()> {
         .await
         .context("connecting to the Kubernetes API")?;
     let shutdown = shutdown::shutdown_on_signals();
-
     let metrics = Arc::new(Metrics::new()?);
     let readiness = admin::Readiness::new();
-    let catalogs_ready = readiness.register("catalog-api");
+    let catalogs_ready = readiness.register("catalog-watch");
     let content_ready = readiness.register("content-server");
 
     let store = Arc::new(
         Store::open(&flags.storage_dir)
             .with_context(|| format!("opening {}", flags.storage_dir.display()))?,
     );
-    // Listing the Catalogs proves the API and the CRD are there; that is readiness. (Waiting on
-    // the controller's cache instead would steal its one wake-up: kube-runtime's store readiness
-    // wakes a single waiter.)
     remove_orphans(&client, &store).await?;
-    catalogs_ready.set_ready(true);
 
     let server_metrics = server::ServerMetrics::new(&metrics.registry)?;
     let router = server::router(store.clone(), server_metrics);
@@ -111,6 +112,7 @@ async fn main() -> Result<()> {
         client.clone(),
         flags.namespace.clone(),
         flags.allowed_configmap_namespaces.clone(),
+        flags.max_content_bytes,
     );
     let watched = config_maps.watched_namespaces();
     let http = HttpSource::new(
@@ -119,18 +121,16 @@ async fn main() -> Result<()> {
         flags.max_content_bytes,
         Duration::from_secs(flags.http_timeout_seconds),
     );
-    let mut ctx = Context {
+    let parts = Parts {
         client: client.clone(),
         store,
         sources: Sources { config_maps, http },
         metrics: CatalogdMetrics::new(&metrics.registry)?,
         events: EventPublisher::from_env(client.clone(), "catalogd"),
         external_address: flags.external_address.clone(),
-        failures: Mutex::new(Default::default()),
-        unpacked: Mutex::new(Default::default()),
-        catalogs: None,
+        unpack_budget_bytes: flags.unpack_budget_bytes,
     };
-    let controller = controller::build(&mut ctx, &flags.namespace, &watched);
+    let (controller, ctx) = controller::build(parts, &flags.namespace, &watched, catalogs_ready);
     metrics.register_controller(controller::CONTROLLER, usize::from(controller::CONCURRENCY));
     controller::run(controller, ctx, metrics, shutdown.clone()).await;
     shutdown.cancel();
@@ -140,24 +140,27 @@ async fn main() -> Result<()> {
     Ok(())
 }
 
-/// Deletes stored content of Catalogs that no longer exist (deleted while catalogd was down,
-/// so their finalizer could not run).
+/// Deletes stored content that belongs to no existing Catalog: Catalogs deleted while catalogd
+/// was down (their finalizer could not run), and content of an earlier Catalog of the same
+/// name (a different uid), which must never pass for the new one's.
 async fn remove_orphans(client: &kube::Client, store: &Arc<Store>) -> Result<()> {
-    let names: Vec<String> = Api::<Catalog>::all(client.clone())
+    let owners: std::collections::HashMap<String, String> = Api::<Catalog>::all(client.clone())
         .list_metadata(&ListParams::default())
         .await
         .context("listing Catalogs (is the CRD installed?)")?
         .items
         .into_iter()
-        .filter_map(|c| c.metadata.name)
+        .filter_map(|c| Some((c.metadata.name?, c.metadata.uid?)))
         .collect();
     // Best effort: one directory that cannot be removed must not keep catalogd from serving.
     for stored in store.list()? {
-        if !names.contains(&stored) {
-            tracing::info!(catalog = %stored, "removing content of a Catalog that no longer exists");
-            if let Err(e) = store.delete(&stored) {
-                tracing::warn!(catalog = %stored, error = %e, "could not remove orphaned content; continuing");
-            }
+        let owner = store.owner(&stored).ok().flatten();
+        if owner.is_some() && owners.get(&stored) == owner.as_ref() {
+            continue;
+        }
+        tracing::info!(catalog = %stored, "removing content no existing Catalog owns");
+        if let Err(e) = store.delete(&stored) {
+            tracing::warn!(catalog = %stored, error = %e, "could not remove orphaned content; continuing");
         }
     }
     Ok(())

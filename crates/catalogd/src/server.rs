@@ -36,6 +36,7 @@ use prometheus::{Histogram, HistogramOpts, HistogramVec, Registry};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tower_http::compression::CompressionLayer;
+use tower_http::compression::predicate::SizeAbove;
 
 use crate::store::{Encoding, MetasFilter, Opened, Span, Store, StoreError, Stored};
 
@@ -83,7 +84,11 @@ pub fn router(store: Arc<Store>, metrics: ServerMetrics) -> Router {
     // Metas results are computed per request, so they are compressed per request; all.json
     // is served precompressed and is left alone (the layer skips responses that already have
     // a Content-Encoding).
-    let metas_route = get(metas).head(metas).layer(CompressionLayer::new());
+    // Any non-empty selection is compressed when the client accepts gzip, so that a HEAD can
+    // say in advance how the GET will be encoded.
+    let metas_route = get(metas)
+        .head(metas)
+        .layer(CompressionLayer::new().compress_when(SizeAbove::new(0)));
     Router::new()
         .route("/catalogs/{name}/all.json", get(all_json).head(all_json))
         .route("/catalogs/{name}/api/v1/all", get(all_json).head(all_json))
@@ -118,9 +123,9 @@ async fn all_json(
     headers: HeaderMap,
 ) -> Response {
     let encoding = if accepts_gzip(&headers) {
-        Encoding::Gzip
+        Coding::Precompressed
     } else {
-        Encoding::Identity
+        Coding::Identity
     };
     let conditions = Conditions::from_headers(&headers);
     let lookup = blocking(move || {
@@ -130,7 +135,7 @@ async fn all_json(
         if conditions.not_modified(&stored) {
             return Ok(Lookup::NotModified(stored));
         }
-        Ok(match store.open_content(&name, encoding)? {
+        Ok(match store.open_content(&name, encoding.file())? {
             Some(opened) => {
                 let span = Span {
                     offset: 0,
@@ -179,10 +184,10 @@ async fn metas(
     let whole_file = filter.is_empty();
     // The whole file is served precompressed, like all.json; a selection is compressed by
     // the route's compression layer.
-    let encoding = if whole_file && accepts_gzip(&headers) {
-        Encoding::Gzip
-    } else {
-        Encoding::Identity
+    let encoding = match (whole_file, accepts_gzip(&headers)) {
+        (true, true) => Coding::Precompressed,
+        (false, true) => Coding::OnTheFly,
+        (_, false) => Coding::Identity,
     };
     let conditions = Conditions::from_headers(&headers);
     let lookup = blocking(move || {
@@ -193,7 +198,7 @@ async fn metas(
             return Ok(Lookup::NotModified(stored));
         }
         if whole_file {
-            return Ok(match store.open_content(&name, encoding)? {
+            return Ok(match store.open_content(&name, encoding.file())? {
                 Some(opened) => {
                     let span = Span {
                         offset: 0,
@@ -257,12 +262,37 @@ async fn blocking(f: impl FnOnce() -> Result<Lookup, StoreError> + Send + 'stati
     }
 }
 
-fn respond(lookup: Lookup, method: &Method, encoding: Encoding) -> Response {
+/// How a response body is encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Coding {
+    /// As stored.
+    Identity,
+    /// The stored `all.json.gz`.
+    Precompressed,
+    /// Compressed per request by the route's compression layer (metas selections).
+    OnTheFly,
+}
+
+impl Coding {
+    /// The stored file to read.
+    fn file(self) -> Encoding {
+        match self {
+            Coding::Precompressed => Encoding::Gzip,
+            Coding::Identity | Coding::OnTheFly => Encoding::Identity,
+        }
+    }
+
+    fn is_gzip(self) -> bool {
+        self != Coding::Identity
+    }
+}
+
+fn respond(lookup: Lookup, method: &Method, encoding: Coding) -> Response {
     let (opened, spans) = match lookup {
         Lookup::Content(opened, spans) => (opened, spans),
         Lookup::NotModified(stored) => {
             let mut res = StatusCode::NOT_MODIFIED.into_response();
-            validators(res.headers_mut(), &stored, encoding == Encoding::Gzip);
+            validators(res.headers_mut(), &stored, encoding.is_gzip());
             return res;
         }
         Lookup::NotFound(name) => {
@@ -286,7 +316,19 @@ fn respond(lookup: Lookup, method: &Method, encoding: Encoding) -> Response {
         }
     };
     let length: u64 = spans.iter().map(|s| s.length).sum();
-    let body = if method == Method::HEAD {
+    let encoding = match encoding {
+        // An empty selection is an empty identity body, whatever the client accepts.
+        Coding::OnTheFly if length == 0 => Coding::Identity,
+        // all.json.gz is made in the background after a put: until then, identity.
+        Coding::Precompressed if opened.encoding == Encoding::Identity => Coding::Identity,
+        other => other,
+    };
+    let head = method == Method::HEAD;
+    let body = if head && encoding == Coding::OnTheFly {
+        // A body of unknown size, so that hyper does not add `Content-Length: 0`: the length
+        // of the compressed GET body is not known in advance.
+        Body::from_stream(futures::stream::empty::<io::Result<Bytes>>())
+    } else if head {
         Body::empty()
     } else {
         Body::from_stream(read_spans(Arc::new(opened.file), spans))
@@ -294,11 +336,24 @@ fn respond(lookup: Lookup, method: &Method, encoding: Encoding) -> Response {
     let mut res = Response::new(body);
     let headers = res.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static(JSONL));
-    headers.insert(CONTENT_LENGTH, HeaderValue::from(length));
-    if encoding == Encoding::Gzip {
-        headers.insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    match encoding {
+        Coding::Identity => {
+            headers.insert(CONTENT_LENGTH, HeaderValue::from(length));
+        }
+        Coding::Precompressed => {
+            headers.insert(CONTENT_LENGTH, HeaderValue::from(length));
+            headers.insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        }
+        // The compression layer compresses a GET's body (and drops its length, unknown until
+        // sent); a HEAD says the same without compressing anything.
+        Coding::OnTheFly if head => {
+            headers.insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        }
+        Coding::OnTheFly => {
+            headers.insert(CONTENT_LENGTH, HeaderValue::from(length));
+        }
     }
-    validators(headers, &opened.stored, encoding == Encoding::Gzip);
+    validators(headers, &opened.stored, encoding.is_gzip());
     res
 }
 

@@ -12,7 +12,8 @@ pub const SERVING: &str = "Serving";
 
 /// `Unpacked` reasons besides the sources' own (see `source::reasons`).
 pub mod reasons {
-    /// Nothing has been tried yet.
+    /// The content is fetched and waits for other catalogs to finish unpacking (the unpack
+    /// budget).
     pub const UNPACK_PENDING: &str = "UnpackPending";
     /// A fetch is under way.
     pub const UNPACKING: &str = "Unpacking";
@@ -44,6 +45,11 @@ pub struct Served {
 pub enum Outcome {
     /// A fetch is starting (written before slow sources so people see progress).
     Unpacking,
+    /// Fetched content waits for its share of the unpack budget.
+    Pending {
+        /// What it waits for.
+        message: String,
+    },
     /// New or re-validated content is stored and served.
     Unpacked {
         /// What was fetched.
@@ -87,6 +93,9 @@ pub fn next_status(
             reasons::UNPACKING,
             "fetching the catalog content".into(),
         ),
+        Outcome::Pending { message } => {
+            cond(UNPACKED, false, reasons::UNPACK_PENDING, message.clone())
+        }
         Outcome::Unpacked { summary, .. } => {
             cond(UNPACKED, true, reasons::UNPACK_SUCCESSFUL, summary.clone())
         }
@@ -134,7 +143,7 @@ pub fn next_status(
     };
     set_condition(&mut status.conditions, serving);
     status.phase = Some(match outcome {
-        Outcome::Unpacking => Phase::Unpacking,
+        Outcome::Unpacking | Outcome::Pending { .. } => Phase::Unpacking,
         Outcome::Unpacked { .. } | Outcome::Unchanged { .. } => Phase::Unpacked,
         Outcome::Failed { .. } => Phase::Failing,
     });
@@ -143,7 +152,7 @@ pub fn next_status(
             status.resolved_source = Some(resolved.clone());
         }
         // A failure keeps the resolved source of the content still served.
-        Outcome::Unpacking | Outcome::Failed { .. } => {}
+        Outcome::Unpacking | Outcome::Pending { .. } | Outcome::Failed { .. } => {}
     }
     match served {
         Some(s) => {
@@ -165,7 +174,7 @@ pub fn next_status(
             };
         }
     }
-    if !matches!(outcome, Outcome::Unpacking) {
+    if !matches!(outcome, Outcome::Unpacking | Outcome::Pending { .. }) {
         status.observed_generation = generation;
     }
     status
@@ -186,7 +195,12 @@ pub fn transition_event(
         "True" if !same || hash_changed => {
             Some((false, after.reason.clone(), after.message.clone()))
         }
-        "False" if !same && after.reason != reasons::UNPACKING => {
+        // Progress (Unpacking, UnpackPending) is no event; failures are.
+        "False"
+            if !same
+                && after.reason != reasons::UNPACKING
+                && after.reason != reasons::UNPACK_PENDING =>
+        {
             Some((true, after.reason.clone(), after.message.clone()))
         }
         _ => None,

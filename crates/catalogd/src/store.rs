@@ -7,53 +7,63 @@
 //! ```text
 //! <root>/<catalog>/<hash>/all.json      canonical JSON lines (what is served)
 //! <root>/<catalog>/<hash>/all.json.gz   gzip of all.json, so the server never compresses it
-//! <root>/<catalog>/<hash>/index.json    metas index: schema, package, name, offset, length
+//! <root>/<catalog>/<hash>/owner         uid of the Catalog object the content belongs to
 //! <root>/<catalog>/current -> <hash>    symlink naming the served content
 //! <root>/<catalog>/.tmp-*               content being written (removed at open)
 //! ```
 //!
 //! `<hash>` is the sha256 of `all.json`, i.e. the Catalog's `status.contentHash`. A put writes
 //! and fsyncs a temporary directory, renames it to `<hash>`, points a temporary symlink at it
-//! and renames that over `current` (atomic on POSIX), then removes older hash directories.
+//! and renames that over `current` (atomic on POSIX), then removes older hash directories. The
+//! owner is written inside the hash directory, so content and owner change together: a Catalog
+//! deleted and created again under the same name (a new uid) never passes for the old one.
+//!
+//! The metas index lives in memory only ([`index`]): built while content is put, or rebuilt by
+//! reading `all.json` once when first needed after a restart.
 //!
 //! All functions block on file-system I/O: call them from `tokio::task::spawn_blocking` in
 //! async code. `Store` is `Send + Sync`; share it in an `Arc`. Puts and deletes of the same
 //! catalog are serialized by a per-catalog lock; reads take no lock (they retry when a
 //! concurrent put removes the directory they were about to open).
 
+mod compressor;
+mod gzip;
 mod index;
 
 use std::collections::HashMap;
 use std::fs::{self, File};
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufReader, Write};
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
-use flate2::Compression;
-use flate2::write::GzEncoder;
 use olm_resolver::fbc::Fbc;
-use olm_resolver::fbc::canonical;
-use serde_json::Value;
+use olm_resolver::fbc::model::render_blob;
+use sha2::{Digest, Sha256};
 
-use index::{INDEX_VERSION, IndexFile};
-pub use index::{Index, IndexEntry, MetasFilter, Span};
+pub use index::{Index, IndexBuilder, IndexEntry, IndexError, MetasFilter, Span};
 
 /// The canonical content file.
 pub const ALL_JSON: &str = "all.json";
 /// Its gzip.
 pub const ALL_JSON_GZ: &str = "all.json.gz";
-/// The metas index.
-pub const INDEX_JSON: &str = "index.json";
+/// The uid of the Catalog the content belongs to.
+pub const OWNER: &str = "owner";
 /// The symlink naming the served hash directory.
 const CURRENT: &str = "current";
 /// Prefix of everything written before it is complete. Catalog names (DNS-1123) and hashes
 /// (hex) never start with a dot, so these never collide with content.
 const TMP_PREFIX: &str = ".tmp-";
+/// Content at least this large is rendered on two threads.
+const PARALLEL_RENDER_BYTES: usize = 4 << 20;
 /// How often a read re-resolves `current` when a concurrent put removed what it pointed at.
 const RESOLVE_ATTEMPTS: usize = 5;
+/// The gzip level of `all.json.gz`: content is compressed once per change, in the background,
+/// and served many times. zlib-rs's level 9 is as fast as its 7 and 8 here, and smaller than
+/// the level 6 of miniz_oxide catalogd used before (see docs/performance.md).
+const GZIP_LEVEL: u32 = 9;
 
 /// Why the store failed.
 #[derive(Debug, thiserror::Error)]
@@ -78,6 +88,9 @@ pub enum StoreError {
         #[source]
         source: io::Error,
     },
+    /// The content is larger than the store can index.
+    #[error("{0}")]
+    TooLarge(String),
     /// Stored files are not what the store writes (edited or damaged on disk).
     #[error("corrupt content store at {}: {message}", path.display())]
     Corrupt {
@@ -118,65 +131,81 @@ pub struct Stored {
 /// Content rendered in canonical form with its index, ready to store. Building it is the CPU
 /// part of a put (render + sha256), so callers can do it first, e.g. to compare the hash with
 /// the one already served.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Rendered {
     bytes: Vec<u8>,
-    entries: Vec<IndexEntry>,
+    index: Index,
     hash: String,
 }
 
 impl Rendered {
-    /// Renders every blob of `fbc` (byte-equal to [`Fbc::render`]).
-    pub fn from_fbc(fbc: &Fbc) -> Self {
-        let mut bytes = Vec::new();
-        let mut entries = Vec::with_capacity(fbc.blobs.len());
-        let some = |s: &str| (!s.is_empty()).then(|| s.to_owned());
-        for blob in &fbc.blobs {
-            let start = bytes.len();
-            // Every blob parsed as JSON when it was read; should rendering still fail, the
-            // text is served as it was read rather than dropped.
-            if canonical::write_raw(blob.raw.get(), &mut bytes).is_err() {
-                bytes.truncate(start);
-                bytes.extend_from_slice(blob.raw.get().as_bytes());
+    /// Renders every blob of `fbc` (byte-equal to [`Fbc::render`]). Large catalogs are
+    /// rendered in two halves on two threads, the first half hashed while the second renders.
+    pub fn from_fbc(fbc: &Fbc) -> Result<Self, StoreError> {
+        let blobs = &fbc.blobs;
+        let parallel = std::thread::available_parallelism().map_or(1, usize::from) > 1
+            && blobs.text_len() >= PARALLEL_RENDER_BYTES;
+        // Split where half the text is, not half the blobs: blob sizes vary a lot.
+        let split = if parallel {
+            let half = blobs.text_len() / 2;
+            let mut seen = 0;
+            blobs
+                .iter()
+                .position(|b| {
+                    seen += b.raw.len();
+                    seen >= half
+                })
+                .map_or(blobs.len(), |i| i + 1)
+        } else {
+            blobs.len()
+        };
+        let render = |from: usize, to: usize| {
+            let mut bytes = Vec::with_capacity(
+                blobs
+                    .iter()
+                    .skip(from)
+                    .take(to - from)
+                    .map(|b| b.raw.len() + 1)
+                    .sum(),
+            );
+            let mut lengths = Vec::with_capacity(to - from);
+            for blob in blobs.iter().skip(from).take(to - from) {
+                let start = bytes.len();
+                render_blob(blob.raw, &mut bytes);
+                lengths.push((bytes.len() - start) as u64);
             }
-            bytes.push(b'\n');
-            entries.push(IndexEntry {
-                schema: some(&blob.schema),
-                package: some(&blob.package),
-                name: some(&blob.name),
-                offset: start as u64,
-                length: (bytes.len() - start) as u64,
-            });
+            (bytes, lengths)
+        };
+        let ((mut bytes, mut lengths, hasher), (rest, rest_lengths)) = std::thread::scope(|s| {
+            let second = (split < blobs.len()).then(|| s.spawn(|| render(split, blobs.len())));
+            let (bytes, lengths) = render(0, split);
+            let mut hasher = Sha256::new();
+            hasher.update(&bytes);
+            let rest = match second.map(|h| h.join()) {
+                Some(Ok(rest)) => rest,
+                // The second thread panicked (it cannot): render its half here.
+                Some(Err(_)) => render(split, blobs.len()),
+                None => (Vec::new(), Vec::new()),
+            };
+            ((bytes, lengths, hasher), rest)
+        });
+        let mut hasher = hasher;
+        hasher.update(&rest);
+        bytes.extend_from_slice(&rest);
+        drop(rest);
+        lengths.extend(rest_lengths);
+        let mut index = IndexBuilder::new();
+        for (blob, length) in blobs.iter().zip(lengths) {
+            index
+                .push(blob.schema, blob.package, blob.name, length)
+                .map_err(|e| StoreError::TooLarge(e.to_string()))?;
         }
-        let hash = canonical::sha256_hex(&bytes);
-        Self {
+        let hash = hex(&hasher.finalize());
+        Ok(Self {
             bytes,
-            entries,
+            index: index.finish(),
             hash,
-        }
-    }
-
-    /// Renders `blobs` in order as canonical JSON lines, recording each line in the index.
-    pub fn from_values<'a>(blobs: impl IntoIterator<Item = &'a Value>) -> Self {
-        let blobs = blobs.into_iter();
-        let mut bytes = Vec::new();
-        let mut entries = Vec::with_capacity(blobs.size_hint().0);
-        for blob in blobs {
-            let start = bytes.len();
-            canonical::write_value(blob, &mut bytes);
-            bytes.push(b'\n');
-            entries.push(IndexEntry::for_blob(
-                blob,
-                start as u64,
-                (bytes.len() - start) as u64,
-            ));
-        }
-        let hash = canonical::sha256_hex(&bytes);
-        Self {
-            bytes,
-            entries,
-            hash,
-        }
+        })
     }
 
     /// The canonical JSON lines.
@@ -184,9 +213,9 @@ impl Rendered {
         &self.bytes
     }
 
-    /// One entry per line.
-    pub fn entries(&self) -> &[IndexEntry] {
-        &self.entries
+    /// The index of the lines.
+    pub fn index(&self) -> &Index {
+        &self.index
     }
 
     /// sha256 (hex) of [`Rendered::bytes`].
@@ -210,6 +239,9 @@ pub enum Encoding {
 pub struct Opened {
     /// What the file belongs to.
     pub stored: Stored,
+    /// Which file was opened: identity when gzip was asked for but `all.json.gz` is still
+    /// being made.
+    pub encoding: Encoding,
     /// The open file.
     pub file: File,
     /// Its length in bytes.
@@ -220,10 +252,11 @@ pub struct Opened {
 #[derive(Debug)]
 pub struct Store {
     root: PathBuf,
-    /// Per-catalog locks serializing puts and deletes of one catalog.
-    locks: Mutex<HashMap<String, Arc<Mutex<()>>>>,
-    /// The loaded index of each catalog's current content, keyed by catalog, with its hash:
-    /// metas queries would otherwise re-read and re-parse index.json every time.
+    /// Per-catalog locks serializing puts, deletes and gzip publications of one catalog.
+    locks: Arc<Locks>,
+    compressor: compressor::Compressor,
+    /// The index of each catalog's current content, keyed by catalog, with its hash: built
+    /// by the put, or by reading all.json once.
     indexes: Mutex<HashMap<String, (String, Arc<Index>)>>,
 }
 
@@ -233,12 +266,20 @@ impl Store {
     pub fn open(root: impl Into<PathBuf>) -> Result<Store, StoreError> {
         let root = root.into();
         fs::create_dir_all(&root).map_err(StoreError::io("create", &root))?;
+        let locks = Arc::new(Locks::default());
         let store = Store {
+            compressor: compressor::Compressor::start(root.clone(), locks.clone(), GZIP_LEVEL),
             root,
-            locks: Mutex::default(),
+            locks,
             indexes: Mutex::default(),
         };
         store.clean_leftovers()?;
+        // Content stored before a crash or an upgrade may lack its gzip.
+        for catalog in store.list()? {
+            if let Ok(Some(hash)) = read_current_hash(&store.root.join(&catalog)) {
+                store.compressor.enqueue(&catalog, &hash);
+            }
+        }
         Ok(store)
     }
 
@@ -247,32 +288,43 @@ impl Store {
         &self.root
     }
 
-    /// Stores `fbc` as the catalog's current content. See [`Store::put_rendered`].
-    pub fn put(&self, catalog: &str, fbc: &Fbc) -> Result<Stored, StoreError> {
+    /// Stores `fbc` as the catalog's current content, owned by the Catalog with uid `owner`.
+    /// See [`Store::put_rendered`].
+    pub fn put(&self, catalog: &str, owner: &str, fbc: &Fbc) -> Result<Stored, StoreError> {
         validate_catalog_name(catalog)?;
-        self.put_rendered(catalog, &Rendered::from_fbc(fbc))
+        self.put_rendered(catalog, owner, Rendered::from_fbc(fbc)?)
     }
 
-    /// Stores `rendered` as the catalog's current content: writes it beside the current one,
-    /// swaps `current` atomically, then removes the old content. Until the swap, readers get
-    /// the old content; if anything fails before it, the old content stays current. Storing
-    /// the content already current only checks that it is there.
-    pub fn put_rendered(&self, catalog: &str, rendered: &Rendered) -> Result<Stored, StoreError> {
+    /// Stores `rendered` as the catalog's current content, owned by the Catalog with uid
+    /// `owner`: writes it beside the current one, swaps `current` atomically, then removes the
+    /// old content. Until the swap, readers get the old content; if anything fails before it,
+    /// the old content stays current. Storing the content already current (for the same owner)
+    /// only checks that it is there.
+    pub fn put_rendered(
+        &self,
+        catalog: &str,
+        owner: &str,
+        rendered: Rendered,
+    ) -> Result<Stored, StoreError> {
         validate_catalog_name(catalog)?;
         let lock = self.catalog_lock(catalog);
         let _guard = lock.lock().unwrap_or_else(PoisonError::into_inner);
 
         let catalog_dir = self.root.join(catalog);
-        let hash = rendered.hash();
-        let hash_dir = catalog_dir.join(hash);
+        let hash = rendered.hash().to_owned();
+        let hash_dir = catalog_dir.join(&hash);
         // A `current` that is not ours to read is about to be replaced anyway.
         let current = match read_current_hash(&catalog_dir) {
             Err(StoreError::Corrupt { .. }) => None,
             other => other?,
         };
-        if current.as_deref() == Some(hash) {
-            match stat_stored(&hash_dir, hash) {
-                Ok(stored) => return Ok(stored),
+        let same_owner = read_owner(&hash_dir)?.as_deref() == Some(owner);
+        if current.as_deref() == Some(hash.as_str()) && same_owner {
+            match stat_stored(&hash_dir, &hash) {
+                Ok(stored) => {
+                    self.cache_index(catalog, &hash, rendered.index);
+                    return Ok(stored);
+                }
                 // `current` names a missing directory: rewrite it below.
                 Err(e) if e.is_not_found() => {}
                 Err(e) => return Err(e),
@@ -281,10 +333,17 @@ impl Store {
 
         fs::create_dir_all(&catalog_dir).map_err(StoreError::io("create", &catalog_dir))?;
         // A hash directory is only ever renamed into place once complete and synced, so one
-        // that exists (left by a crash between rename and swap) can be used as it is.
+        // that exists (left by a crash between rename and swap) can be used as it is, if it is
+        // this owner's. Another owner's (the Catalog was deleted and created again) is not.
+        if hash_dir.is_dir() && !same_owner {
+            if current.as_deref() == Some(hash.as_str()) {
+                remove_path(&catalog_dir.join(CURRENT))?;
+            }
+            remove_path(&hash_dir)?;
+        }
         if !hash_dir.is_dir() {
             let tmp = catalog_dir.join(format!("{TMP_PREFIX}{}", unique_suffix()));
-            if let Err(e) = write_content(&tmp, rendered) {
+            if let Err(e) = write_content(&tmp, &rendered, owner) {
                 let _ = fs::remove_dir_all(&tmp);
                 return Err(e);
             }
@@ -294,26 +353,37 @@ impl Store {
             }
         }
         let link_tmp = catalog_dir.join(format!("{TMP_PREFIX}link-{}", unique_suffix()));
-        symlink(hash, &link_tmp).map_err(StoreError::io("symlink", &link_tmp))?;
+        symlink(&hash, &link_tmp).map_err(StoreError::io("symlink", &link_tmp))?;
         let current = catalog_dir.join(CURRENT);
         if let Err(e) = fs::rename(&link_tmp, &current) {
             let _ = fs::remove_file(&link_tmp);
             return Err(StoreError::io("rename", &current)(e));
         }
         sync_dir(&catalog_dir)?;
-        let stored = stat_stored(&hash_dir, hash)?;
-
-        match Index::new(rendered.entries().to_vec(), rendered.bytes().len() as u64) {
-            Ok(index) => {
-                self.lock_indexes()
-                    .insert(catalog.to_owned(), (hash.to_owned(), Arc::new(index)));
-            }
-            // Cannot happen for a Rendered; loading from disk will report it if it does.
-            Err(message) => tracing::warn!(catalog, %message, "not caching the metas index"),
-        }
+        let stored = stat_stored(&hash_dir, &hash)?;
+        self.cache_index(catalog, &hash, rendered.index);
         // The new content is live: failing to remove the old one must not fail the put.
-        remove_all_but(&catalog_dir, &[CURRENT, hash]);
+        remove_all_but(&catalog_dir, &[CURRENT, &hash]);
+        self.compressor.enqueue(catalog, &hash);
         Ok(stored)
+    }
+
+    /// Waits until the gzip of every content stored so far is written (tests and benchmarks;
+    /// the server does not need it).
+    pub fn flush(&self) {
+        self.compressor.flush();
+    }
+
+    fn cache_index(&self, catalog: &str, hash: &str, index: Index) {
+        self.lock_indexes()
+            .insert(catalog.to_owned(), (hash.to_owned(), Arc::new(index)));
+    }
+
+    /// The uid of the Catalog the catalog's current content belongs to; `None` when there is
+    /// no content, or it was stored without an owner (by an older catalogd).
+    pub fn owner(&self, catalog: &str) -> Result<Option<String>, StoreError> {
+        validate_catalog_name(catalog)?;
+        Ok(self.resolve(catalog, |dir, _| read_owner(dir))?.flatten())
     }
 
     /// The catalog's current content, if any.
@@ -396,8 +466,7 @@ impl Store {
     }
 
     fn catalog_lock(&self, catalog: &str) -> Arc<Mutex<()>> {
-        let mut locks = self.locks.lock().unwrap_or_else(PoisonError::into_inner);
-        locks.entry(catalog.to_owned()).or_default().clone()
+        self.locks.get(catalog)
     }
 
     fn lock_indexes(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, Arc<Index>)>> {
@@ -437,24 +506,18 @@ impl Store {
         {
             return Ok(index.clone());
         }
-        // Loaded outside the lock: two racing loads just do the work twice.
-        let path = dir.join(INDEX_JSON);
-        let bytes = fs::read(&path).map_err(StoreError::io("read", &path))?;
-        let corrupt = |message: String| StoreError::Corrupt {
-            path: path.clone(),
-            message,
-        };
-        let file: IndexFile = serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
-        if file.version != INDEX_VERSION {
-            return Err(corrupt(format!("unknown index version {}", file.version)));
+        // Built outside the lock: two racing loads just do the work twice.
+        let path = dir.join(ALL_JSON);
+        let file = File::open(&path).map_err(StoreError::io("open", &path))?;
+        let index = Index::read(BufReader::with_capacity(1 << 18, file))
+            .map_err(StoreError::io("index", &path))?;
+        if index.size() != size {
+            return Err(StoreError::Corrupt {
+                path,
+                message: format!("read {} bytes but the file has {size}", index.size()),
+            });
         }
-        if file.size != size {
-            return Err(corrupt(format!(
-                "index describes {} bytes but {ALL_JSON} has {size}",
-                file.size
-            )));
-        }
-        let index = Arc::new(Index::new(file.entries, size).map_err(corrupt)?);
+        let index = Arc::new(index);
         self.lock_indexes()
             .insert(catalog.to_owned(), (hash.to_owned(), index.clone()));
         Ok(index)
@@ -504,11 +567,35 @@ impl Store {
                 remove_path(&entry.path())?;
             }
         }
-        if current.is_none() {
+        match &current {
+            // A gzip that was being written when catalogd stopped (and the index file of
+            // older versions, now built in memory).
+            Some(hash) => {
+                for leftover in [compressor::GZ_TMP, "index.json"] {
+                    remove_path(&dir.join(hash).join(leftover))?;
+                }
+            }
             // Nothing is served from it: drop it if that left it empty.
-            let _ = fs::remove_dir(dir);
+            None => {
+                let _ = fs::remove_dir(dir);
+            }
         }
         Ok(())
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Per-catalog locks.
+#[derive(Debug, Default)]
+pub(crate) struct Locks(Mutex<HashMap<String, Arc<Mutex<()>>>>);
+
+impl Locks {
+    pub(crate) fn get(&self, catalog: &str) -> Arc<Mutex<()>> {
+        let mut locks = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        locks.entry(catalog.to_owned()).or_default().clone()
     }
 }
 
@@ -582,46 +669,42 @@ fn stat_stored(hash_dir: &Path, hash: &str) -> Result<Stored, StoreError> {
 
 fn open_in(hash_dir: &Path, hash: &str, encoding: Encoding) -> Result<Opened, StoreError> {
     let stored = stat_stored(hash_dir, hash)?;
-    let path = hash_dir.join(match encoding {
-        Encoding::Identity => ALL_JSON,
-        Encoding::Gzip => ALL_JSON_GZ,
-    });
-    let file = File::open(&path).map_err(StoreError::io("open", &path))?;
+    let open = |encoding: Encoding| {
+        let path = hash_dir.join(match encoding {
+            Encoding::Identity => ALL_JSON,
+            Encoding::Gzip => ALL_JSON_GZ,
+        });
+        File::open(&path).map_err(StoreError::io("open", &path))
+    };
+    let (file, encoding) = match open(encoding) {
+        // The gzip is still being made: the identity body will do.
+        Err(e) if e.is_not_found() && encoding == Encoding::Gzip => {
+            (open(Encoding::Identity)?, Encoding::Identity)
+        }
+        other => (other?, encoding),
+    };
     let len = file
         .metadata()
-        .map_err(StoreError::io("stat", &path))?
+        .map_err(|e| StoreError::Io {
+            op: "stat",
+            path: hash_dir.to_path_buf(),
+            source: e,
+        })?
         .len();
-    Ok(Opened { stored, file, len })
+    Ok(Opened {
+        stored,
+        encoding,
+        file,
+        len,
+    })
 }
 
-/// Writes the three content files into a new directory `dir` and syncs them and it. The gzip
-/// is compressed on a second thread while the plain file and index are written: on the
-/// unpack path it is the slowest step.
-fn write_content(dir: &Path, rendered: &Rendered) -> Result<(), StoreError> {
+/// Writes all.json and the owner into a new directory `dir` and syncs them and it (the gzip
+/// comes later, see [`compressor`]).
+fn write_content(dir: &Path, rendered: &Rendered, owner: &str) -> Result<(), StoreError> {
     fs::create_dir(dir).map_err(StoreError::io("create", dir))?;
-    let index = serde_json::to_vec(&IndexFile {
-        version: INDEX_VERSION,
-        size: rendered.bytes().len() as u64,
-        entries: rendered.entries().to_vec(),
-    })
-    .map_err(|e| StoreError::io("encode", &dir.join(INDEX_JSON))(io::Error::other(e)))?;
-    let gz_path = dir.join(ALL_JSON_GZ);
-    std::thread::scope(|s| {
-        let gz = std::thread::Builder::new()
-            .name("store-gzip".into())
-            .spawn_scoped(s, || write_gzip(&gz_path, rendered.bytes()));
-        write_file(&dir.join(ALL_JSON), rendered.bytes())?;
-        write_file(&dir.join(INDEX_JSON), &index)?;
-        match gz {
-            Ok(handle) => handle.join().unwrap_or_else(|_| {
-                Err(StoreError::io("write", &gz_path)(io::Error::other(
-                    "the gzip thread panicked",
-                )))
-            }),
-            // No thread to be had: compress here instead.
-            Err(_) => write_gzip(&gz_path, rendered.bytes()),
-        }
-    })?;
+    write_file(&dir.join(ALL_JSON), rendered.bytes())?;
+    write_file(&dir.join(OWNER), owner.as_bytes())?;
     sync_dir(dir)
 }
 
@@ -632,19 +715,14 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
         .map_err(StoreError::io("write", path))
 }
 
-fn write_gzip(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    let file = File::create_new(path).map_err(StoreError::io("create", path))?;
-    // The default level: content is compressed once per unpack and served many times.
-    let mut encoder = GzEncoder::new(
-        BufWriter::with_capacity(1 << 18, file),
-        Compression::default(),
-    );
-    encoder
-        .write_all(bytes)
-        .and_then(|()| encoder.finish())
-        .and_then(|w| w.into_inner().map_err(io::IntoInnerError::into_error))
-        .and_then(|file| file.sync_all())
-        .map_err(StoreError::io("write", path))
+/// The owner recorded in a hash directory, if any.
+fn read_owner(hash_dir: &Path) -> Result<Option<String>, StoreError> {
+    let path = hash_dir.join(OWNER);
+    match fs::read_to_string(&path) {
+        Ok(owner) => Ok(Some(owner.trim().to_owned())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(StoreError::io("read", &path)(e)),
+    }
 }
 
 /// Makes renames and creations inside `dir` durable.

@@ -81,7 +81,7 @@ struct Server {
     stored: Stored,
     shutdown: CancellationToken,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl Server {
@@ -90,7 +90,9 @@ impl Server {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(Store::open(dir.path()).unwrap());
         let fbc = load_files([("catalog.yaml", CATALOG.as_bytes())]).unwrap();
-        let stored = store.put("test-catalog", &fbc).unwrap();
+        let stored = store.put("test-catalog", "uid-1", &fbc).unwrap();
+        // all.json.gz is written in the background; these tests want it there.
+        store.flush();
         let registry = prometheus::Registry::new();
         let metrics = ServerMetrics::new(&registry).unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -111,7 +113,7 @@ impl Server {
             stored,
             shutdown,
             task,
-            _dir: dir,
+            dir,
         }
     }
 
@@ -299,6 +301,108 @@ async fn gzip_is_served_when_accepted() {
     s.stop().await;
 }
 
+/// all.json.gz is made after the content goes live: until it exists, a client that accepts
+/// gzip gets the identity body, with the identity validator.
+#[tokio::test]
+async fn gzip_requests_before_the_gzip_is_made_get_the_identity_body() {
+    let s = Server::start().await;
+    let gz = s
+        .dir
+        .path()
+        .join("test-catalog")
+        .join(&s.stored.hash)
+        .join(catalogd::store::ALL_JSON_GZ);
+    std::fs::remove_file(&gz).unwrap();
+    let res = s
+        .client
+        .get(s.url("/catalogs/test-catalog/all.json"))
+        .header(ACCEPT_ENCODING, "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(res.headers().get(CONTENT_ENCODING).is_none());
+    assert_eq!(header(&res, ETAG), s.etag());
+    assert_eq!(res.bytes().await.unwrap(), s.fbc.render());
+    s.stop().await;
+}
+
+/// A HEAD says what the GET will send: for a metas selection compressed per request, gzip,
+/// the weak validator, and no length (it is not known before compressing).
+#[tokio::test]
+async fn head_of_a_gzip_metas_query_has_the_headers_of_its_get() {
+    let s = Server::start().await;
+    let path = s.url("/catalogs/test-catalog/api/v1/metas?package=alpha");
+    let head = s
+        .client
+        .head(&path)
+        .header(ACCEPT_ENCODING, "gzip")
+        .send()
+        .await
+        .unwrap();
+    let get = s
+        .client
+        .get(&path)
+        .header(ACCEPT_ENCODING, "gzip")
+        .send()
+        .await
+        .unwrap();
+    for res in [&head, &get] {
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!(header(res, CONTENT_ENCODING), "gzip");
+        assert_eq!(header(res, ETAG), format!("W/{}", s.etag()));
+        assert!(
+            res.headers().get(CONTENT_LENGTH).is_none(),
+            "{:?}",
+            res.headers()
+        );
+    }
+    assert!(head.bytes().await.unwrap().is_empty());
+    assert_eq!(
+        gunzip(&get.bytes().await.unwrap()),
+        s.expected(None, Some("alpha"), None)
+    );
+    s.stop().await;
+}
+
+/// Encoded slashes and dots in a catalog name are rejected as invalid names, never resolved
+/// to a path outside the catalog's directory.
+#[tokio::test]
+async fn encoded_path_traversal_is_a_bad_request() {
+    let s = Server::start().await;
+    // Sent byte for byte (an HTTP client would normalize `%2E%2E` away before sending).
+    let raw = |path: &'static str| {
+        let addr = s.base.trim_start_matches("http://").to_owned();
+        async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+            tcp.write_all(
+                format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+            )
+            .await
+            .unwrap();
+            let mut response = String::new();
+            tcp.read_to_string(&mut response).await.unwrap();
+            response
+        }
+    };
+    for path in [
+        "/catalogs/..%2F..%2Fetc/all.json",
+        "/catalogs/..%2Ftest-catalog/all.json",
+        "/catalogs/%2E%2E/all.json",
+        "/catalogs/%2e%2e%2f%2e%2e%2fetc/all.json",
+        "/catalogs/test-catalog%2F..%2F..%2Fx/api/v1/metas",
+    ] {
+        let response = raw(path).await;
+        assert!(response.starts_with("HTTP/1.1 400"), "{path}: {response}");
+        assert!(
+            response.contains("invalid catalog name"),
+            "{path}: {response}"
+        );
+    }
+    s.stop().await;
+}
+
 #[tokio::test]
 async fn metas_queries_return_matching_lines_in_file_order() {
     let s = Server::start().await;
@@ -423,7 +527,7 @@ async fn new_content_gets_a_new_etag() {
         "---\nschema: olm.package\nname: gamma\ndefaultChannel: x\n".as_bytes(),
     )])
     .unwrap();
-    let stored = s.store.put("test-catalog", &other).unwrap();
+    let stored = s.store.put("test-catalog", "uid-1", &other).unwrap();
     let res = s
         .client
         .get(s.url("/catalogs/test-catalog/all.json"))

@@ -7,7 +7,7 @@ use std::fs;
 use std::io::Read;
 use std::path::Path;
 
-use catalogd::store::{ALL_JSON, ALL_JSON_GZ, Encoding, INDEX_JSON, Rendered, Store, StoreError};
+use catalogd::store::{ALL_JSON, ALL_JSON_GZ, Encoding, OWNER, Rendered, Store, StoreError};
 use olm_resolver::fbc::{Fbc, load_files};
 use serde_json::Value;
 
@@ -68,6 +68,9 @@ properties:
     value: {packageName: beta, version: 0.1.0}
 "#;
 
+/// The uid of the Catalog the tests store content for.
+const UID: &str = "4f7f5f1e-0000-4000-8000-000000000001";
+
 fn fbc(yaml: &str) -> Fbc {
     load_files([("catalog.yaml", yaml.as_bytes())]).unwrap()
 }
@@ -108,7 +111,9 @@ fn put_stores_canonical_content_under_its_hash() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
     let fbc = fbc(CATALOG_A);
-    let stored = store.put("cat", &fbc).unwrap();
+    let stored = store.put("cat", UID, &fbc).unwrap();
+    // The gzip is made in the background.
+    store.flush();
 
     assert_eq!(stored.hash, fbc.content_hash());
     assert_eq!(stored.size, fbc.render().len() as u64);
@@ -120,7 +125,8 @@ fn put_stores_canonical_content_under_its_hash() {
         gunzip(&fs::read(hash_dir.join(ALL_JSON_GZ)).unwrap()),
         fbc.render()
     );
-    assert!(hash_dir.join(INDEX_JSON).is_file());
+    assert_eq!(fs::read_to_string(hash_dir.join(OWNER)).unwrap(), UID);
+    assert_eq!(store.owner("cat").unwrap().as_deref(), Some(UID));
     let link = fs::read_link(dir.path().join("cat").join("current")).unwrap();
     assert_eq!(link, Path::new(&stored.hash));
 
@@ -140,26 +146,26 @@ fn index_offsets_slice_all_json_into_exactly_the_blob_lines() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
     let fbc = fbc(CATALOG_A);
-    store.put("cat", &fbc).unwrap();
+    store.put("cat", UID, &fbc).unwrap();
     let all = fbc.render();
     let lines: Vec<&[u8]> = all.split_inclusive(|b| *b == b'\n').collect();
 
-    // Once from the cache filled by put, once from index.json after reopening.
+    // Once from the cache filled by put, once rebuilt from all.json after reopening.
     let reopened = Store::open(dir.path()).unwrap();
     for store in [&store, &reopened] {
         let (stored, index) = store.index("cat").unwrap().unwrap();
         assert_eq!(index.size(), stored.size);
-        assert_eq!(index.entries().len(), fbc.blobs.len());
-        assert_eq!(index.entries().len(), lines.len());
+        assert_eq!(index.len(), fbc.blobs.len());
+        assert_eq!(index.len(), lines.len());
         let mut joined = Vec::new();
-        for (entry, (line, blob)) in index.entries().iter().zip(lines.iter().zip(&fbc.blobs)) {
+        for (entry, (line, blob)) in index.entries().zip(lines.iter().zip(fbc.blobs.iter())) {
             let start = entry.offset as usize;
             let slice = &all[start..start + entry.length as usize];
             assert_eq!(slice, *line);
             joined.extend_from_slice(slice);
             let value: Value = serde_json::from_slice(slice).unwrap();
             assert_eq!(value, blob.value());
-            let field = |k: &str| value.get(k).and_then(Value::as_str).map(str::to_owned);
+            let field = |k: &str| value.get(k).and_then(Value::as_str).unwrap_or_default();
             assert_eq!(entry.schema, field("schema"));
             assert_eq!(entry.package, field("package"));
             assert_eq!(entry.name, field("name"));
@@ -171,7 +177,7 @@ fn index_offsets_slice_all_json_into_exactly_the_blob_lines() {
 #[test]
 fn rendered_matches_fbc_render_and_hash() {
     let fbc = fbc(CATALOG_A);
-    let rendered = Rendered::from_fbc(&fbc);
+    let rendered = Rendered::from_fbc(&fbc).unwrap();
     assert_eq!(rendered.bytes(), fbc.render().as_slice());
     assert_eq!(rendered.hash(), fbc.content_hash());
 }
@@ -181,14 +187,14 @@ fn new_content_swaps_current_and_removes_the_old_directory() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
     let (a, b) = (fbc(CATALOG_A), fbc(CATALOG_B));
-    let first = store.put("cat", &a).unwrap();
+    let first = store.put("cat", UID, &a).unwrap();
     // A reader that opened the old content keeps reading it whole across the swap.
     let mut in_flight = store
         .open_content("cat", Encoding::Identity)
         .unwrap()
         .unwrap();
 
-    let second = store.put("cat", &b).unwrap();
+    let second = store.put("cat", UID, &b).unwrap();
     assert_ne!(first.hash, second.hash);
     assert_eq!(store.current("cat").unwrap(), Some(second.clone()));
     assert_eq!(read_current(&store, "cat", Encoding::Identity), b.render());
@@ -212,7 +218,7 @@ fn putting_the_same_content_again_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
     let fbc = fbc(CATALOG_A);
-    let first = store.put("cat", &fbc).unwrap();
+    let first = store.put("cat", UID, &fbc).unwrap();
     let catalog_dir = dir.path().join("cat");
     let before = hash_dirs(&catalog_dir);
     let mtime = fs::metadata(catalog_dir.join(&first.hash).join(ALL_JSON))
@@ -220,7 +226,7 @@ fn putting_the_same_content_again_changes_nothing() {
         .modified()
         .unwrap();
 
-    let again = store.put("cat", &fbc).unwrap();
+    let again = store.put("cat", UID, &fbc).unwrap();
     assert_eq!(again, first);
     assert_eq!(hash_dirs(&catalog_dir), before);
     let mtime_after = fs::metadata(catalog_dir.join(&first.hash).join(ALL_JSON))
@@ -235,11 +241,11 @@ fn a_failed_put_keeps_the_last_good_content() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
     let (a, b) = (fbc(CATALOG_A), fbc(CATALOG_B));
-    let good = store.put("cat", &a).unwrap();
+    let good = store.put("cat", UID, &a).unwrap();
     // A regular file where the new content's directory must go makes the rename fail.
     fs::write(dir.path().join("cat").join(b.content_hash()), b"in the way").unwrap();
 
-    assert!(store.put("cat", &b).is_err());
+    assert!(store.put("cat", UID, &b).is_err());
     assert_eq!(store.current("cat").unwrap(), Some(good));
     assert_eq!(read_current(&store, "cat", Encoding::Identity), a.render());
     let leftovers: Vec<String> = hash_dirs(&dir.path().join("cat"))
@@ -267,7 +273,10 @@ fn invalid_names_are_rejected_and_nothing_is_written() {
         ".tmp-x",
     ] {
         assert!(
-            matches!(store.put(bad, &fbc), Err(StoreError::InvalidName { .. })),
+            matches!(
+                store.put(bad, UID, &fbc),
+                Err(StoreError::InvalidName { .. })
+            ),
             "put {bad:?}"
         );
         assert!(
@@ -287,8 +296,8 @@ fn invalid_names_are_rejected_and_nothing_is_written() {
 fn delete_removes_everything_of_the_catalog() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
-    store.put("one", &fbc(CATALOG_A)).unwrap();
-    store.put("two.example", &fbc(CATALOG_B)).unwrap();
+    store.put("one", UID, &fbc(CATALOG_A)).unwrap();
+    store.put("two.example", UID, &fbc(CATALOG_B)).unwrap();
     assert_eq!(store.list().unwrap(), vec!["one", "two.example"]);
 
     store.delete("one").unwrap();
@@ -318,7 +327,7 @@ fn open_cleans_what_a_crash_left_behind() {
     let dir = tempfile::tempdir().unwrap();
     let stored = {
         let store = Store::open(dir.path()).unwrap();
-        store.put("cat", &fbc(CATALOG_A)).unwrap()
+        store.put("cat", UID, &fbc(CATALOG_A)).unwrap()
     };
     let catalog_dir = dir.path().join("cat");
     // A half-written content directory, a temporary link, an orphaned hash directory, a
@@ -360,7 +369,7 @@ fn open_drops_content_links_it_did_not_write() {
     assert!(!dangling.exists());
     assert_eq!(store.list().unwrap(), Vec::<String>::new());
     // And both can be stored again.
-    store.put("bogus", &fbc(CATALOG_A)).unwrap();
+    store.put("bogus", UID, &fbc(CATALOG_A)).unwrap();
     assert_eq!(
         read_current(&store, "bogus", Encoding::Identity),
         fbc(CATALOG_A).render()
@@ -371,7 +380,7 @@ fn open_drops_content_links_it_did_not_write() {
 fn a_link_that_is_not_a_hash_is_reported_and_overwritten_by_put() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
-    store.put("cat", &fbc(CATALOG_A)).unwrap();
+    store.put("cat", UID, &fbc(CATALOG_A)).unwrap();
     let current = dir.path().join("cat").join("current");
     fs::remove_file(&current).unwrap();
     std::os::unix::fs::symlink("..", &current).unwrap();
@@ -381,7 +390,7 @@ fn a_link_that_is_not_a_hash_is_reported_and_overwritten_by_put() {
         Err(StoreError::Corrupt { .. })
     ));
     assert_eq!(store.list().unwrap(), vec!["cat"]);
-    let stored = store.put("cat", &fbc(CATALOG_B)).unwrap();
+    let stored = store.put("cat", UID, &fbc(CATALOG_B)).unwrap();
     assert_eq!(store.current("cat").unwrap(), Some(stored));
 }
 
@@ -394,7 +403,7 @@ fn readers_racing_puts_always_see_one_whole_content() {
     let store = Arc::new(Store::open(dir.path()).unwrap());
     let (a, b) = (fbc(CATALOG_A), fbc(CATALOG_B));
     let (ra, rb) = (a.render(), b.render());
-    store.put("cat", &a).unwrap();
+    store.put("cat", UID, &a).unwrap();
     let done = Arc::new(AtomicBool::new(false));
     let reader = {
         let (store, done) = (store.clone(), done.clone());
@@ -411,8 +420,30 @@ fn readers_racing_puts_always_see_one_whole_content() {
         })
     };
     for i in 0..40 {
-        store.put("cat", if i % 2 == 0 { &b } else { &a }).unwrap();
+        store
+            .put("cat", UID, if i % 2 == 0 { &b } else { &a })
+            .unwrap();
     }
     done.store(true, Ordering::Release);
     assert!(reader.join().unwrap() > 0);
+}
+
+/// A Catalog deleted and created again under the same name is another owner: content it did
+/// not store is never passed off as its own, even when it is byte-for-byte the same.
+#[test]
+fn content_belongs_to_the_uid_that_stored_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let a = fbc(CATALOG_A);
+    let first = store.put("cat", UID, &a).unwrap();
+    assert_eq!(store.owner("cat").unwrap().as_deref(), Some(UID));
+    let new_uid = "4f7f5f1e-0000-4000-8000-000000000002";
+    let second = store.put("cat", new_uid, &a).unwrap();
+    assert_eq!(second.hash, first.hash);
+    assert_eq!(store.owner("cat").unwrap().as_deref(), Some(new_uid));
+    assert_eq!(read_current(&store, "cat", Encoding::Identity), a.render());
+    // Reopened, the owner is still the new one.
+    let reopened = Store::open(dir.path()).unwrap();
+    assert_eq!(reopened.owner("cat").unwrap().as_deref(), Some(new_uid));
+    assert_eq!(reopened.owner("none").unwrap(), None);
 }

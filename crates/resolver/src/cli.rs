@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::fbc::{self, Fbc, Problem};
+use crate::fbc::{self, Fbc, Problem, Problems};
 use crate::resolve::{self, CatalogInput, Index, Installed, Request, ResolveError};
 
 /// What a run printed and how it ended.
@@ -30,11 +30,21 @@ pub struct Output {
 const USAGE: &str =
     "usage: olm-resolve PROBLEM.yaml | olm-resolve validate DIR | olm-resolve render DIR";
 
-/// Runs the command line (without the program name).
+/// Runs the command line (without the program name), collecting standard output.
 pub fn run(args: &[String]) -> Output {
+    let mut stdout = Vec::new();
+    let mut out = run_to(args, &mut stdout);
+    stdout.extend(std::mem::take(&mut out.stdout));
+    out.stdout = stdout;
+    out
+}
+
+/// Runs the command line, writing `render`'s output to `stdout` as it goes (a catalog is never
+/// held whole); other commands' output is in the returned [`Output`].
+pub fn run_to(args: &[String], stdout: &mut dyn std::io::Write) -> Output {
     match args {
         [cmd, dir] if cmd == "validate" => validate(Path::new(dir)),
-        [cmd, dir] if cmd == "render" => render(Path::new(dir)),
+        [cmd, dir] if cmd == "render" => render(Path::new(dir), stdout),
         [flag] if flag == "-h" || flag == "--help" => Output {
             code: 0,
             stdout: format!("{USAGE}\n").into_bytes(),
@@ -49,11 +59,17 @@ pub fn run(args: &[String]) -> Output {
     }
 }
 
-fn problems_output(code: i32, problems: &[Problem]) -> Output {
+fn problems_output(code: i32, problems: &Problems) -> Output {
     let mut stderr = String::new();
     for p in problems {
         stderr.push_str(&p.to_string());
         stderr.push('\n');
+    }
+    if problems.omitted() > 0 {
+        stderr.push_str(&format!(
+            "... and {} more problems, not listed\n",
+            problems.omitted()
+        ));
     }
     Output {
         code,
@@ -63,7 +79,7 @@ fn problems_output(code: i32, problems: &[Problem]) -> Output {
 }
 
 /// Loads and validates a catalog, returning every problem of either step.
-pub fn load_valid(path: &Path) -> Result<Fbc, Vec<Problem>> {
+pub fn load_valid(path: &Path) -> Result<Fbc, Problems> {
     let fbc = fbc::load_path(path)?;
     let problems = fbc::validate::validate(&fbc);
     if problems.is_empty() {
@@ -91,15 +107,50 @@ fn validate(dir: &Path) -> Output {
     }
 }
 
-fn render(dir: &Path) -> Output {
-    match fbc::load_path(dir) {
-        Ok(fbc) => Output {
-            code: 0,
-            stdout: fbc.render(),
-            ..Default::default()
-        },
-        Err(problems) => problems_output(1, &problems),
+/// Renders in two passes over the files, one file in memory at a time: the first checks every
+/// blob (so nothing is printed for an invalid catalog), the second prints each blob's
+/// canonical line as it is read.
+fn render(dir: &Path, stdout: &mut dyn std::io::Write) -> Output {
+    let files = match fbc::load::catalog_files(dir) {
+        Ok(files) => files,
+        Err(problems) => return problems_output(1, &problems),
+    };
+    let mut problems = Problems::new();
+    for file in &files {
+        if let Err(more) = fbc::load::load_path(file) {
+            problems.extend(more);
+        }
     }
+    if !problems.is_empty() {
+        return problems_output(1, &problems);
+    }
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout);
+    let mut line = Vec::new();
+    for file in &files {
+        let bytes = match std::fs::read(file) {
+            Ok(b) => b,
+            Err(e) => {
+                return problems_output(1, &vec![bad_input(file, None, e.to_string())].into());
+            }
+        };
+        let mut written = Ok(());
+        let decoded = fbc::decode::decode_with(&bytes, &mut |json, _| {
+            if written.is_ok() {
+                line.clear();
+                fbc::model::render_blob(json, &mut line);
+                written = std::io::Write::write_all(&mut out, &line);
+            }
+        });
+        if let Err(e) = decoded {
+            return problems_output(1, &vec![bad_input(file, Some(e.line), e.message)].into());
+        }
+        // A closed pipe (`| head`) ends the output; that is not an error worth reporting.
+        if written.is_err() {
+            return Output::default();
+        }
+    }
+    let _ = std::io::Write::flush(&mut out);
+    Output::default()
 }
 
 #[derive(Deserialize)]
@@ -138,22 +189,22 @@ fn bad_input(file: &Path, line: Option<usize>, message: impl Into<String>) -> Pr
 }
 
 /// Reads the problem file and every catalog it names.
-fn load_problem(path: &Path) -> Result<(Vec<CatalogInput>, ProblemFile), Vec<Problem>> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| vec![bad_input(path, None, e.to_string())])?;
+fn load_problem(path: &Path) -> Result<(Vec<CatalogInput>, ProblemFile), Problems> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Problems::from(vec![bad_input(path, None, e.to_string())]))?;
     let problem: ProblemFile = serde_saphyr::from_str(&text).map_err(|e| {
         let line = e.location().map(|l| l.line() as usize);
         let message = e.to_string();
         let first = message.lines().next().unwrap_or_default();
-        vec![bad_input(
+        Problems::from(vec![bad_input(
             path,
             Some(line.unwrap_or(1)),
             first.rsplit_once(" at line ").map_or(first, |(m, _)| m),
-        )]
+        )])
     })?;
     let base = path.parent().unwrap_or(Path::new("."));
     let mut catalogs = Vec::new();
-    let mut problems = Vec::new();
+    let mut problems = Problems::new();
     let mut names = HashSet::new();
     for c in &problem.catalogs {
         if !names.insert(c.name.clone()) {

@@ -30,10 +30,35 @@ pub async fn client() -> Result<kube::Client, Error> {
 mod tests {
     use super::install_crypto_provider;
 
+    /// The process default is ring's provider, whatever called first: the same cipher suites
+    /// and key exchange groups, in the same order (a provider of another library, or none,
+    /// fails this).
     #[test]
-    fn installing_the_provider_twice_keeps_one_default() {
+    fn installing_the_provider_twice_keeps_ring_as_the_default() {
         install_crypto_provider();
         install_crypto_provider();
-        assert!(rustls::crypto::CryptoProvider::get_default().is_some());
+        let installed =
+            rustls::crypto::CryptoProvider::get_default().expect("a default provider is installed");
+        let ring = rustls::crypto::ring::default_provider();
+        let suites = |p: &rustls::crypto::CryptoProvider| {
+            p.cipher_suites
+                .iter()
+                .map(|s| s.suite())
+                .collect::<Vec<_>>()
+        };
+        let groups = |p: &rustls::crypto::CryptoProvider| {
+            p.kx_groups.iter().map(|g| g.name()).collect::<Vec<_>>()
+        };
+        assert_eq!(suites(installed), suites(&ring));
+        assert_eq!(groups(installed), groups(&ring));
+        // And a client can be built on it (it could not without a usable provider).
+        assert!(
+            !rustls::ClientConfig::builder()
+                .with_root_certificates(rustls::RootCertStore::empty())
+                .with_no_client_auth()
+                .crypto_provider()
+                .cipher_suites
+                .is_empty()
+        );
     }
 }

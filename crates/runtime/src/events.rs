@@ -1,31 +1,58 @@
 //! Kubernetes Events for the objects a controller manages, published best-effort: an Event
 //! that cannot be written is logged and dropped, never turned into a reconcile failure.
 //!
-//! One [`EventPublisher`] per controller, shared by every reconcile, so kube's [`Recorder`]
-//! can aggregate repeats into one Event with a growing `series.count` (which needs RBAC
-//! `create` *and* `patch` on `events.k8s.io/events`).
+//! One [`EventPublisher`] per controller, shared by every reconcile, so repeats are aggregated
+//! into one Event with a growing `series.count` (which needs RBAC `create` *and* `patch` on
+//! `events.k8s.io/events`), as kube's `Recorder` does. Unlike kube's `Recorder`, whose Event
+//! names are `<object name>.<timestamp>` and so are refused for objects with names near the
+//! 253-character limit, the name's object part is shortened to fit.
 //!
 //! Events about cluster-scoped objects (all olm-rs APIs are cluster-scoped) are written to
 //! the `default` namespace: the apiserver accepts only `default` or `kube-system` there for
 //! `events.k8s.io/v1`, and `kubectl describe` looks them up by the regarding object, not by
 //! namespace.
 
-use kube::{
-    Resource,
-    runtime::events::{Event, EventType, Recorder, Reporter},
-};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::events::v1::{Event as K8sEvent, EventSeries};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::{Resource, runtime::events::EventType};
+use tokio::sync::Mutex;
 
 /// The apiserver's limit on `note`, in bytes.
 pub const MAX_NOTE_BYTES: usize = 1024;
 /// The apiserver's limit on `reason` and `action`.
 pub const MAX_REASON_BYTES: usize = 128;
+/// The longest object name (a DNS-1123 subdomain), and so the longest Event name.
+pub const MAX_NAME_BYTES: usize = 253;
+/// How long a published Event is kept for aggregating repeats, as kube and client-go do.
+const CACHE_TTL: SignedDuration = SignedDuration::from_mins(6);
+
+/// What makes two Events repeats of one another: the same object, type, reason and action.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Key {
+    api_version: Option<String>,
+    kind: Option<String>,
+    namespace: Option<String>,
+    name: Option<String>,
+    uid: Option<String>,
+    type_: &'static str,
+    reason: String,
+    action: String,
+}
 
 /// Publishes Events as one reporting controller (e.g. `catalogd`), optionally one instance of
 /// it (its pod). Cloning is cheap and clones share the aggregation cache.
 #[derive(Clone)]
 pub struct EventPublisher {
-    recorder: Recorder,
+    client: kube::Client,
     controller: String,
+    instance: String,
+    cache: Arc<Mutex<HashMap<Key, K8sEvent>>>,
 }
 
 impl std::fmt::Debug for EventPublisher {
@@ -45,13 +72,11 @@ impl EventPublisher {
         instance: Option<String>,
     ) -> Self {
         let controller = controller.into();
-        let reporter = Reporter {
-            controller: controller.clone(),
-            instance,
-        };
         Self {
-            recorder: Recorder::new(client, reporter),
+            client,
+            instance: instance.unwrap_or_else(|| controller.clone()),
             controller,
+            cache: Arc::default(),
         }
     }
 
@@ -83,20 +108,15 @@ impl EventPublisher {
         K: Resource<DynamicType = ()>,
     {
         let mut regarding = obj.object_ref(&());
-        // An empty namespace would make the Recorder post to `namespaces//events`, which the
-        // apiserver rejects; `None` sends it to `default`.
+        // An empty namespace would post to `namespaces//events`, which the apiserver rejects;
+        // `None` sends it to `default`.
         if regarding.namespace.as_deref().is_some_and(str::is_empty) {
             regarding.namespace = None;
         }
-
-        let event = Event {
-            type_,
-            reason: truncate(reason, MAX_REASON_BYTES).to_owned(),
-            action: truncate(action, MAX_REASON_BYTES).to_owned(),
-            note: Some(truncate_owned(note, MAX_NOTE_BYTES)),
-            secondary: None,
-        };
-        if let Err(error) = self.recorder.publish(&event, &regarding).await {
+        let reason = truncate(reason, MAX_REASON_BYTES);
+        let action = truncate(action, MAX_REASON_BYTES);
+        let note = truncate_owned(note, MAX_NOTE_BYTES);
+        if let Err(error) = self.send(&regarding, type_, reason, action, note).await {
             tracing::warn!(
                 controller = %self.controller,
                 kind = regarding.kind.as_deref().unwrap_or_default(),
@@ -108,6 +128,102 @@ impl EventPublisher {
             );
         }
     }
+
+    async fn send(
+        &self,
+        regarding: &ObjectReference,
+        type_: EventType,
+        reason: &str,
+        action: &str,
+        note: String,
+    ) -> Result<(), kube::Error> {
+        let now = Timestamp::now();
+        let type_ = match type_ {
+            EventType::Normal => "Normal",
+            EventType::Warning => "Warning",
+        };
+        let key = Key {
+            api_version: regarding.api_version.clone(),
+            kind: regarding.kind.clone(),
+            namespace: regarding.namespace.clone(),
+            name: regarding.name.clone(),
+            uid: regarding.uid.clone(),
+            type_,
+            reason: reason.to_owned(),
+            action: action.to_owned(),
+        };
+        // Held across the request, so two repeats published at once make one series.
+        let mut cache = self.cache.lock().await;
+        cache.retain(|_, e| last_seen(e).is_some_and(|t| t + CACHE_TTL > now));
+        let namespace = regarding
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
+        let events: Api<K8sEvent> = Api::namespaced(self.client.clone(), &namespace);
+        let event = match cache.get(&key) {
+            Some(previous) => {
+                let count = previous.series.as_ref().map_or(2, |s| s.count + 1);
+                let mut event = previous.clone();
+                event.series = Some(EventSeries {
+                    count,
+                    last_observed_time: MicroTime(now),
+                });
+                event.note = Some(note);
+                events
+                    .patch(
+                        event.metadata.name.as_deref().unwrap_or_default(),
+                        &PatchParams::default(),
+                        &Patch::Merge(&event),
+                    )
+                    .await?;
+                event
+            }
+            None => {
+                let event = K8sEvent {
+                    action: Some(action.to_owned()),
+                    reason: Some(reason.to_owned()),
+                    event_time: Some(MicroTime(now)),
+                    regarding: Some(regarding.clone()),
+                    note: Some(note),
+                    metadata: ObjectMeta {
+                        namespace: Some(namespace.clone()),
+                        name: Some(event_name(
+                            regarding.name.as_deref().unwrap_or(&self.controller),
+                            now,
+                        )),
+                        ..Default::default()
+                    },
+                    reporting_controller: Some(self.controller.clone()),
+                    reporting_instance: Some(self.instance.clone()),
+                    type_: Some(type_.to_owned()),
+                    ..Default::default()
+                };
+                events.create(&PostParams::default(), &event).await?;
+                event
+            }
+        };
+        cache.insert(key, event);
+        Ok(())
+    }
+}
+
+fn last_seen(event: &K8sEvent) -> Option<Timestamp> {
+    event
+        .series
+        .as_ref()
+        .map(|s| s.last_observed_time.0)
+        .or(event.event_time.as_ref().map(|t| t.0))
+}
+
+/// The name of a new Event about the object `object` at `now`: `<object>.<nanoseconds, hex>`,
+/// as kube and client-go name them, with the object part shortened (never splitting a
+/// character, never ending on `.` or `-`) so the whole is a valid name of at most 253 bytes.
+pub fn event_name(object: &str, now: Timestamp) -> String {
+    let suffix = format!(".{:x}", now.as_nanosecond());
+    let room = MAX_NAME_BYTES.saturating_sub(suffix.len());
+    let prefix = truncate(object, room).trim_end_matches(['.', '-']);
+    let prefix = if prefix.is_empty() { "event" } else { prefix };
+    format!("{prefix}{suffix}")
 }
 
 /// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
@@ -130,7 +246,26 @@ fn truncate_owned(mut text: String, max: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{truncate, truncate_owned};
+    use super::{MAX_NAME_BYTES, event_name, truncate, truncate_owned};
+    use k8s_openapi::jiff::Timestamp;
+
+    #[test]
+    fn event_names_fit_whatever_the_object_name() {
+        let now = Timestamp::from_second(1_800_000_000).unwrap();
+        assert_eq!(
+            event_name("small", now),
+            format!("small.{:x}", now.as_nanosecond())
+        );
+        let long = format!("{}-x", "a".repeat(250));
+        let name = event_name(&long, now);
+        assert!(name.len() <= MAX_NAME_BYTES, "{} bytes", name.len());
+        assert!(name.starts_with(&"a".repeat(200)));
+        // A cut that would end on a dash or dot drops it: labels must end alphanumeric.
+        let dashed = format!("{}-{}", "b".repeat(235), "c".repeat(17));
+        let name = event_name(&dashed, now);
+        assert!(!name.contains("-."), "{name}");
+        assert!(name.len() <= MAX_NAME_BYTES);
+    }
 
     #[test]
     fn short_text_is_kept_whole() {

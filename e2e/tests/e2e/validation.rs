@@ -153,6 +153,50 @@ async fn a_bad_poll_interval_is_rejected() {
     )
     .await;
     assert_mentions(&msg, &["spec.source.http.pollInterval", "should match"]);
+    // Out of range: refused with the range, never clamped behind the user's back.
+    for (i, (source, interval)) in [
+        ("http", "0s"),
+        ("http", "1s"),
+        ("http", "4999ms"),
+        ("image", "169h"),
+        ("git", "0s"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let member = match source {
+            "http" => json!({"url": "https://e.com/c", "pollInterval": interval}),
+            "image" => json!({"ref": "e.com/c:1", "pollInterval": interval}),
+            _ => {
+                json!({"repository": "https://e.com/r.git", "ref": {"branch": "main"}, "pollInterval": interval})
+            }
+        };
+        let msg = rejection(
+            &ctx,
+            catalog(
+                &ctx.name(&format!("r{i}")),
+                json!({"type": source, source: member}),
+            ),
+        )
+        .await;
+        assert_mentions(
+            &msg,
+            &[
+                &format!("spec.source.{source}.pollInterval"),
+                "pollInterval must be between 5s and 168h",
+            ],
+        );
+    }
+    // The bounds themselves are accepted.
+    for (i, interval) in ["5s", "168h", "1h30m"].into_iter().enumerate() {
+        let doc = catalog(
+            &ctx.name(&format!("ok{i}")),
+            json!({"type": "http", "http": {"url": "https://e.com/c", "pollInterval": interval}}),
+        );
+        ctx.apply(&doc)
+            .await
+            .unwrap_or_else(|e| panic!("pollInterval {interval} was rejected: {e}"));
+    }
     ctx.cleanup().await.unwrap();
 }
 

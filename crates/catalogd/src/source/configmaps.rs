@@ -5,25 +5,34 @@
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::{Client, ResourceExt};
+use kube::Client;
 use olm_api::catalog::{Catalog, ConfigMapSource, ResolvedConfigMap, ResolvedSource, SourceType};
 
 use super::{CatalogSource, Fetched, SourceError, read_object, reasons};
+use crate::plan::Mode;
 
 /// Reads catalog content from ConfigMaps.
 pub struct ConfigMapsSource {
     client: Client,
     own_namespace: String,
     allowed_namespaces: Vec<String>,
+    max_bytes: u64,
 }
 
 impl ConfigMapsSource {
-    /// A source that reads ConfigMaps in `own_namespace` and in `allowed_namespaces`.
-    pub fn new(client: Client, own_namespace: String, allowed_namespaces: Vec<String>) -> Self {
+    /// A source that reads ConfigMaps in `own_namespace` and in `allowed_namespaces`, holding
+    /// at most `max_bytes` of content.
+    pub fn new(
+        client: Client,
+        own_namespace: String,
+        allowed_namespaces: Vec<String>,
+        max_bytes: u64,
+    ) -> Self {
         Self {
             client,
             own_namespace,
             allowed_namespaces,
+            max_bytes,
         }
     }
 
@@ -59,15 +68,11 @@ impl ConfigMapsSource {
         all
     }
 
-    async fn read(
-        &self,
-        catalog: &Catalog,
-        previous: Option<&ResolvedSource>,
-        have_content: bool,
-    ) -> Result<Fetched, SourceError> {
+    async fn read(&self, catalog: &Catalog, mode: &Mode) -> Result<Fetched, SourceError> {
         let entries = catalog.spec.source.config_maps.clone().unwrap_or_default();
         let mut files = Vec::new();
         let mut read = Vec::new();
+        let mut total: u64 = 0;
         for entry in &entries {
             let ns = self.namespace_of(entry)?;
             let name = &entry.config_map.name;
@@ -87,18 +92,38 @@ impl ConfigMapsSource {
                 Some(d) => format!("{ns}/{name}/{d}/{key}"),
                 None => format!("{ns}/{name}/{key}"),
             };
-            // BTreeMaps: keys come in a stable order.
-            for (key, value) in cm.data.iter().flatten() {
-                files.push((file(key), value.clone().into_bytes()));
+            // The same limit as any other source: the content, not the object, is what costs.
+            total += cm
+                .data
+                .iter()
+                .flatten()
+                .map(|(_, v)| v.len() as u64)
+                .sum::<u64>();
+            total += cm
+                .binary_data
+                .iter()
+                .flatten()
+                .map(|(_, v)| v.0.len() as u64)
+                .sum::<u64>();
+            if total > self.max_bytes {
+                return Err(super::too_large(
+                    &format!("ConfigMap {ns}/{name}"),
+                    self.max_bytes,
+                    "the content",
+                ));
             }
-            for (key, value) in cm.binary_data.iter().flatten() {
-                files.push((file(key), value.0.clone()));
+            // BTreeMaps: keys come in a stable order.
+            for (key, value) in cm.data.unwrap_or_default() {
+                files.push((file(&key), value.into_bytes()));
+            }
+            for (key, value) in cm.binary_data.unwrap_or_default() {
+                files.push((file(&key), value.0));
             }
             read.push(ResolvedConfigMap {
                 name: name.clone(),
                 namespace: ns,
-                uid: cm.uid().unwrap_or_default(),
-                resource_version: cm.resource_version().unwrap_or_default(),
+                uid: cm.metadata.uid.unwrap_or_default(),
+                resource_version: cm.metadata.resource_version.unwrap_or_default(),
             });
         }
         let resolved = ResolvedSource {
@@ -106,8 +131,8 @@ impl ConfigMapsSource {
             config_maps: Some(read),
             ..Default::default()
         };
-        // The same ConfigMap versions as last time give the same content: nothing to parse.
-        if have_content && previous.is_some_and(|p| p.config_maps == resolved.config_maps) {
+        // The same ConfigMap versions as the served content's: nothing to parse.
+        if super::since(mode).is_some_and(|p| p.config_maps == resolved.config_maps) {
             return Ok(Fetched::Unchanged { resolved });
         }
         Ok(Fetched::Content { files, resolved })
@@ -118,9 +143,8 @@ impl CatalogSource for ConfigMapsSource {
     fn fetch<'a>(
         &'a self,
         catalog: &'a Catalog,
-        previous: Option<&'a ResolvedSource>,
-        have_content: bool,
+        mode: &'a Mode,
     ) -> BoxFuture<'a, Result<Fetched, SourceError>> {
-        self.read(catalog, previous, have_content).boxed()
+        self.read(catalog, mode).boxed()
     }
 }

@@ -2,13 +2,17 @@
 //! `spec.source` union. A source fetches files (name, bytes); parsing, validation and storing
 //! are the pipeline's, the same for every source.
 
+pub mod archive;
 pub mod configmaps;
+pub mod credentials;
 pub mod http;
 
 use futures::future::BoxFuture;
 use k8s_openapi::NamespaceResourceScope;
 use kube::api::Api;
 use olm_api::catalog::{Catalog, ResolvedSource, SourceType};
+
+use crate::plan::Mode;
 use serde::de::DeserializeOwned;
 
 /// What a fetch produced.
@@ -45,6 +49,8 @@ pub mod reasons {
     pub const UNSUPPORTED_SOURCE: &str = "UnsupportedSource";
     /// A referenced Secret or CA bundle is missing or malformed.
     pub const INVALID_CREDENTIALS: &str = "InvalidCredentials";
+    /// A referenced Secret lacks the opt-in label of credentials (see `credentials`).
+    pub const SECRET_NOT_OPTED_IN: &str = "SecretNotOptedIn";
 }
 
 /// Why a fetch failed: a condition reason and a message that says what to fix.
@@ -69,14 +75,32 @@ impl SourceError {
 
 /// A kind of catalog source.
 pub trait CatalogSource: Send + Sync {
-    /// Fetches the catalog's content. `previous` is what was fetched last time, and `have_content`
-    /// says whether that content is still stored, so an unchanged source can be skipped.
+    /// Fetches the catalog's content, as the plan says: in full, or conditionally on what was
+    /// fetched last (whose content is served), in which case the source may answer
+    /// [`Fetched::Unchanged`].
     fn fetch<'a>(
         &'a self,
         catalog: &'a Catalog,
-        previous: Option<&'a ResolvedSource>,
-        have_content: bool,
+        mode: &'a Mode,
     ) -> BoxFuture<'a, Result<Fetched, SourceError>>;
+}
+
+/// What a conditional fetch is conditional on.
+pub(crate) fn since(mode: &Mode) -> Option<&ResolvedSource> {
+    match mode {
+        Mode::Conditional(previous) => Some(previous),
+        Mode::Full | Mode::Confirm(_) => None,
+    }
+}
+
+/// The error for content over `--max-content-bytes`.
+pub(crate) fn too_large(what: &str, max_bytes: u64, part: &str) -> SourceError {
+    SourceError::new(
+        reasons::CONTENT_TOO_LARGE,
+        format!(
+            "{part} of {what} is larger than {max_bytes} bytes, the most catalogd accepts (--max-content-bytes)"
+        ),
+    )
 }
 
 /// The sources of this catalogd, by type.

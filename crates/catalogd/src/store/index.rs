@@ -1,62 +1,31 @@
-//! The metas index: for every blob of a catalog's `all.json`, its `schema`, `package` and
-//! `name` and where its line lies in the file, so metas queries read only the matching lines.
+//! The metas index: for every line (blob) of a catalog's `all.json`, its `schema`, `package`
+//! and `name` and where the line lies, so metas queries read only the matching lines.
+//!
+//! It is kept compact, since it stays in memory while the catalog is served: per line an
+//! offset, three spans into one string buffer (a value equal to the previous line's is shared,
+//! so a package's name is stored once per run of its blobs), and its place in three sorted
+//! orders, about 44 bytes a line whatever the catalog. It is built while content is stored, or
+//! rebuilt by reading `all.json` once (after a restart); nothing else is written to disk.
 
-use std::collections::HashMap;
+use std::io::BufRead;
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+/// The three fields a metas query can constrain.
+const FIELDS: usize = 3;
 
-/// One blob of `all.json`: its meta fields and its line (including the trailing newline).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IndexEntry {
-    /// The blob's `schema`, if it has a string one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub schema: Option<String>,
-    /// The blob's `package`, if it has a string one (an `olm.package` blob has none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub package: Option<String>,
-    /// The blob's `name`, if it has a string one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
+/// One line of `all.json`, as the index sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexEntry<'a> {
+    /// The blob's `schema` (empty when absent).
+    pub schema: &'a str,
+    /// The blob's `package` (empty when absent; an `olm.package` blob has none).
+    pub package: &'a str,
+    /// The blob's `name` (empty when absent).
+    pub name: &'a str,
     /// Byte offset of the line in `all.json`.
     pub offset: u64,
     /// Length of the line in bytes, trailing newline included, so that concatenating the
     /// slices of several entries gives valid JSON lines.
     pub length: u64,
-}
-
-impl IndexEntry {
-    /// The entry for `blob`, whose line is at `offset` and `length` bytes long. The meta keys
-    /// are matched case-insensitively, as upstream decodes `declcfg.Meta` with Go's JSON
-    /// decoder; values that are not strings count as absent.
-    pub fn for_blob(blob: &Value, offset: u64, length: u64) -> Self {
-        let field = |key: &str| -> Option<String> {
-            let Value::Object(map) = blob else {
-                return None;
-            };
-            // An exact match wins, so the common case costs one map lookup.
-            if let Some(v) = map.get(key) {
-                return v.as_str().map(str::to_owned);
-            }
-            map.iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(key))
-                .and_then(|(_, v)| v.as_str().map(str::to_owned))
-        };
-        Self {
-            schema: field("schema"),
-            package: field("package"),
-            name: field("name"),
-            offset,
-            length,
-        }
-    }
-
-    fn span(&self) -> Span {
-        Span {
-            offset: self.offset,
-            length: self.length,
-        }
-    }
 }
 
 /// A byte range of `all.json`.
@@ -89,78 +58,188 @@ pub struct MetasFilter<'a> {
 impl MetasFilter<'_> {
     /// True when no field is constrained, i.e. the query asks for the whole file.
     pub fn is_empty(&self) -> bool {
-        [self.schema, self.package, self.name]
-            .iter()
-            .all(|v| v.is_none_or(str::is_empty))
+        self.wanted().iter().all(Option::is_none)
+    }
+
+    fn wanted(&self) -> [Option<&str>; FIELDS] {
+        [self.schema, self.package, self.name].map(|v| v.filter(|s| !s.is_empty()))
     }
 }
 
-/// The on-disk form, `index.json`.
-#[derive(Serialize, Deserialize)]
-pub(crate) struct IndexFile {
-    /// Bumped when the format changes incompatibly.
-    pub version: u32,
-    /// Size of the `all.json` the entries describe.
-    pub size: u64,
-    pub entries: Vec<IndexEntry>,
+/// A field value: a span of `Index::strings`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Str {
+    start: u32,
+    len: u32,
 }
 
-/// The current format version of `index.json`.
-pub(crate) const INDEX_VERSION: u32 = 1;
-
-/// A loaded index, with per-field lookup tables so a query touches only candidate entries.
+/// A loaded index, with per-field sorted orders so a query touches only candidate lines.
 #[derive(Debug, Clone, Default)]
 pub struct Index {
-    entries: Vec<IndexEntry>,
     size: u64,
-    by_schema: HashMap<String, Vec<u32>>,
-    by_package: HashMap<String, Vec<u32>>,
-    by_name: HashMap<String, Vec<u32>>,
+    /// Offset of each line; line `i` ends where line `i + 1` starts (the last at `size`).
+    offsets: Vec<u64>,
+    fields: Vec<[Str; FIELDS]>,
+    strings: String,
+    /// Per field, the lines with a non-empty value, sorted by (value, line).
+    sorted: [Vec<u32>; FIELDS],
+}
+
+/// Builds an [`Index`] line by line.
+#[derive(Debug, Default)]
+pub struct IndexBuilder {
+    index: Index,
+    next_offset: u64,
+    last: [Str; FIELDS],
+}
+
+/// Why an index could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct IndexError(String);
+
+impl IndexBuilder {
+    /// An empty builder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds the next line: `length` bytes (newline included), with the blob's meta fields.
+    pub fn push(
+        &mut self,
+        schema: &str,
+        package: &str,
+        name: &str,
+        length: u64,
+    ) -> Result<(), IndexError> {
+        let too_big =
+            || IndexError("the catalog has more lines or text than the index holds".into());
+        let mut fields = [Str::default(); FIELDS];
+        for (i, value) in [schema, package, name].into_iter().enumerate() {
+            fields[i] = self.intern(i, value).ok_or_else(too_big)?;
+        }
+        u32::try_from(self.index.offsets.len()).map_err(|_| too_big())?;
+        self.index.offsets.push(self.next_offset);
+        self.index.fields.push(fields);
+        self.next_offset = self.next_offset.saturating_add(length);
+        Ok(())
+    }
+
+    /// A span for `value`: the previous line's for the same field when equal.
+    fn intern(&mut self, field: usize, value: &str) -> Option<Str> {
+        if value.is_empty() {
+            return Some(Str::default());
+        }
+        let last = self.last[field];
+        if self.index.get(last) == value {
+            return Some(last);
+        }
+        let s = Str {
+            start: u32::try_from(self.index.strings.len()).ok()?,
+            len: u32::try_from(value.len()).ok()?,
+        };
+        s.start.checked_add(s.len)?;
+        self.index.strings.push_str(value);
+        self.last[field] = s;
+        Some(s)
+    }
+
+    /// The index of a file of exactly the lines pushed.
+    pub fn finish(mut self) -> Index {
+        self.index.size = self.next_offset;
+        self.index.strings.shrink_to_fit();
+        self.index.offsets.shrink_to_fit();
+        self.index.fields.shrink_to_fit();
+        for field in 0..FIELDS {
+            let index = &self.index;
+            let mut lines: Vec<u32> = (0..index.fields.len())
+                .filter(|&i| index.fields[i][field].len > 0)
+                .filter_map(|i| u32::try_from(i).ok())
+                .collect();
+            // Stable: lines with equal values stay in file order.
+            lines.sort_by(|&a, &b| index.value(a, field).cmp(index.value(b, field)));
+            lines.shrink_to_fit();
+            self.index.sorted[field] = lines;
+        }
+        self.index
+    }
 }
 
 impl Index {
-    /// Builds the lookup tables over `entries` (in file order) of an `all.json` of `size` bytes.
-    /// Fails when an entry lies outside the file or entries are out of order, which would make
-    /// queries return garbage.
-    pub fn new(entries: Vec<IndexEntry>, size: u64) -> Result<Self, String> {
-        let mut index = Index {
-            size,
-            ..Index::default()
-        };
-        let mut previous_end = 0u64;
-        for (i, e) in entries.iter().enumerate() {
-            let end = e
-                .offset
-                .checked_add(e.length)
-                .filter(|end| *end <= size)
-                .ok_or_else(|| {
-                    format!(
-                        "entry {i} ({}+{}) lies outside the {size}-byte file",
-                        e.offset, e.length
-                    )
-                })?;
-            if e.offset < previous_end {
-                return Err(format!("entry {i} overlaps the entry before it"));
+    /// Builds the index of an `all.json` by reading it once (canonical JSON lines, as the store
+    /// writes them).
+    pub fn read(reader: impl BufRead) -> std::io::Result<Index> {
+        let mut builder = IndexBuilder::new();
+        let mut reader = reader;
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let n = reader.read_until(b'\n', &mut line)?;
+            if n == 0 {
+                break;
             }
-            previous_end = end;
-            let i = u32::try_from(i).map_err(|_| "too many entries".to_owned())?;
-            for (value, table) in [
-                (&e.schema, &mut index.by_schema),
-                (&e.package, &mut index.by_package),
-                (&e.name, &mut index.by_name),
-            ] {
-                if let Some(v) = value {
-                    table.entry(v.clone()).or_default().push(i);
-                }
-            }
+            let text = std::str::from_utf8(&line).map_err(std::io::Error::other)?;
+            // Stored content was validated when it was stored: its meta fields are strings.
+            let meta = olm_resolver::fbc::blob_meta(text.trim_end()).unwrap_or_default();
+            builder
+                .push(
+                    meta.schema.as_deref().unwrap_or_default(),
+                    meta.package.as_deref().unwrap_or_default(),
+                    meta.name.as_deref().unwrap_or_default(),
+                    n as u64,
+                )
+                .map_err(std::io::Error::other)?;
         }
-        index.entries = entries;
-        Ok(index)
+        Ok(builder.finish())
     }
 
-    /// Every entry, in file order.
-    pub fn entries(&self) -> &[IndexEntry] {
-        &self.entries
+    fn get(&self, s: Str) -> &str {
+        self.strings
+            .get(s.start as usize..s.start as usize + s.len as usize)
+            .unwrap_or_default()
+    }
+
+    fn value(&self, line: u32, field: usize) -> &str {
+        self.fields
+            .get(line as usize)
+            .map_or("", |f| self.get(f[field]))
+    }
+
+    fn span(&self, line: usize) -> Span {
+        let offset = self.offsets[line];
+        let end = self.offsets.get(line + 1).copied().unwrap_or(self.size);
+        Span {
+            offset,
+            length: end - offset,
+        }
+    }
+
+    /// How many lines there are.
+    pub fn len(&self) -> usize {
+        self.offsets.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.offsets.is_empty()
+    }
+
+    /// The `i`th line.
+    pub fn entry(&self, i: usize) -> Option<IndexEntry<'_>> {
+        let fields = self.fields.get(i)?;
+        let span = self.span(i);
+        Some(IndexEntry {
+            schema: self.get(fields[0]),
+            package: self.get(fields[1]),
+            name: self.get(fields[2]),
+            offset: span.offset,
+            length: span.length,
+        })
+    }
+
+    /// Every line, in file order.
+    pub fn entries(&self) -> impl Iterator<Item = IndexEntry<'_>> + '_ {
+        (0..self.len()).filter_map(|i| self.entry(i))
     }
 
     /// Size of the `all.json` this index describes.
@@ -168,17 +247,26 @@ impl Index {
         self.size
     }
 
+    /// Bytes of memory the index holds (for the content-bytes metric and the docs).
+    pub fn heap_bytes(&self) -> usize {
+        self.offsets.capacity() * 8
+            + self.fields.capacity() * std::mem::size_of::<[Str; FIELDS]>()
+            + self.strings.capacity()
+            + self.sorted.iter().map(|s| s.capacity() * 4).sum::<usize>()
+    }
+
+    /// The lines of `field` equal to `value`, in file order.
+    fn lines_with(&self, field: usize, value: &str) -> &[u32] {
+        let sorted = &self.sorted[field];
+        let from = sorted.partition_point(|&l| self.value(l, field) < value);
+        let to = sorted.partition_point(|&l| self.value(l, field) <= value);
+        &sorted[from..to.max(from)]
+    }
+
     /// The lines matching every given field of `filter`, in file order, with adjacent lines
     /// merged into one span so the server reads them in one go.
     pub fn query(&self, filter: &MetasFilter<'_>) -> Vec<Span> {
-        fn wanted(v: Option<&str>) -> Option<&str> {
-            v.filter(|s| !s.is_empty())
-        }
-        let (schema, package, name) = (
-            wanted(filter.schema),
-            wanted(filter.package),
-            wanted(filter.name),
-        );
+        let wanted = filter.wanted();
         let mut spans: Vec<Span> = Vec::new();
         let mut push = |s: Span| match spans.last_mut() {
             Some(last) if last.end() == s.offset => last.length += s.length,
@@ -186,26 +274,17 @@ impl Index {
         };
         // Start from the smallest candidate list among the constrained fields, then check the
         // others on each candidate: as fast as a set intersection, and already in file order.
-        let candidates = [
-            (schema, &self.by_schema),
-            (package, &self.by_package),
-            (name, &self.by_name),
-        ]
-        .into_iter()
-        .filter_map(|(v, table)| v.map(|v| table.get(v).map(Vec::as_slice).unwrap_or(&[])))
-        .min_by_key(|list| list.len());
-        let matches = |e: &IndexEntry| {
-            [(schema, &e.schema), (package, &e.package), (name, &e.name)]
-                .iter()
-                .all(|(want, have)| want.is_none_or(|w| have.as_deref() == Some(w)))
-        };
+        let candidates = (0..FIELDS)
+            .filter_map(|f| wanted[f].map(|v| self.lines_with(f, v)))
+            .min_by_key(|list| list.len());
+        let matches =
+            |line: u32| (0..FIELDS).all(|f| wanted[f].is_none_or(|w| self.value(line, f) == w));
         match candidates {
-            None => self.entries.iter().for_each(|e| push(e.span())),
+            None => (0..self.len()).for_each(|i| push(self.span(i))),
             Some(list) => list
                 .iter()
-                .filter_map(|&i| self.entries.get(i as usize))
-                .filter(|e| matches(e))
-                .for_each(|e| push(e.span())),
+                .filter(|&&l| matches(l))
+                .for_each(|&l| push(self.span(l as usize))),
         }
         spans
     }
@@ -214,31 +293,20 @@ impl Index {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    fn entry(schema: &str, package: Option<&str>, name: &str, offset: u64) -> IndexEntry {
-        IndexEntry {
-            schema: Some(schema.into()),
-            package: package.map(Into::into),
-            name: Some(name.into()),
-            offset,
-            length: 10,
-        }
-    }
 
     fn sample() -> Index {
-        Index::new(
-            vec![
-                entry("olm.package", None, "a", 0),
-                entry("olm.channel", Some("a"), "stable", 10),
-                entry("olm.bundle", Some("a"), "a.v1", 20),
-                entry("olm.package", None, "b", 30),
-                entry("olm.channel", Some("b"), "stable", 40),
-                entry("olm.bundle", Some("b"), "b.v1", 50),
-            ],
-            60,
-        )
-        .unwrap()
+        let mut b = IndexBuilder::new();
+        for (schema, package, name) in [
+            ("olm.package", "", "a"),
+            ("olm.channel", "a", "stable"),
+            ("olm.bundle", "a", "a.v1"),
+            ("olm.package", "", "b"),
+            ("olm.channel", "b", "stable"),
+            ("olm.bundle", "b", "b.v1"),
+        ] {
+            b.push(schema, package, name, 10).unwrap();
+        }
+        b.finish()
     }
 
     fn q(schema: Option<&str>, package: Option<&str>, name: Option<&str>) -> Vec<(u64, u64)> {
@@ -267,26 +335,46 @@ mod tests {
         );
         assert_eq!(q(Some("olm.bundle"), Some("zzz"), None), vec![]);
         assert_eq!(q(Some("nope"), None, None), vec![]);
+        assert_eq!(q(None, None, Some("a.v")), vec![]);
     }
 
     #[test]
-    fn meta_keys_match_case_insensitively_and_need_strings() {
-        let e = IndexEntry::for_blob(&json!({"Schema": "x", "package": 3, "NAME": "n"}), 5, 7);
-        assert_eq!(e.schema.as_deref(), Some("x"));
-        assert_eq!(e.package, None);
-        assert_eq!(e.name.as_deref(), Some("n"));
-        assert_eq!((e.offset, e.length), (5, 7));
+    fn entries_read_back_as_pushed() {
+        let index = sample();
+        assert_eq!(index.len(), 6);
+        assert_eq!(index.size(), 60);
+        let e = index.entry(4).unwrap();
+        assert_eq!(
+            (e.schema, e.package, e.name, e.offset, e.length),
+            ("olm.channel", "b", "stable", 40, 10)
+        );
     }
 
     #[test]
-    fn entries_outside_the_file_are_rejected() {
-        assert!(Index::new(vec![entry("s", None, "n", 55)], 60).is_err());
+    fn reading_all_json_finds_meta_keys_in_any_case() {
+        let all = "{\"Schema\":\"x\",\"NAME\":\"n\",\"package\":\"p\"}\n{\"schema\":\"y\"}\n";
+        let index = Index::read(all.as_bytes()).unwrap();
+        let e = index.entry(0).unwrap();
+        assert_eq!((e.schema, e.package, e.name), ("x", "p", "n"));
+        assert_eq!(
+            index.entry(1).unwrap().offset,
+            all.find("{\"schema\":\"y\"}").unwrap() as u64
+        );
+        assert_eq!(index.size(), all.len() as u64);
+    }
+
+    #[test]
+    fn a_line_costs_a_small_fixed_amount_whatever_the_line_count() {
+        let mut b = IndexBuilder::new();
+        for i in 0..100_000 {
+            b.push("x", "p", if i % 2 == 0 { "" } else { "n" }, 15)
+                .unwrap();
+        }
+        let index = b.finish();
         assert!(
-            Index::new(
-                vec![entry("s", None, "n", 10), entry("s", None, "m", 5)],
-                60
-            )
-            .is_err()
+            index.heap_bytes() <= 100_000 * 48,
+            "{} bytes for 100,000 lines",
+            index.heap_bytes()
         );
     }
 }

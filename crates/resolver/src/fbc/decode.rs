@@ -2,6 +2,10 @@
 //! first non-space character is `{` is a stream of concatenated JSON objects; anything else is a
 //! stream of `---`-separated YAML documents. Every blob remembers the line it starts on, so
 //! errors can say `file:line`.
+//!
+//! Decoding streams: each blob is handed to a sink as soon as it is read (JSON text borrowed
+//! from the input, YAML documents converted to JSON one at a time), so its cost is
+//! proportional to the input whatever the number of blobs.
 
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -28,11 +32,34 @@ pub struct DecodeError {
 
 /// Decodes every document of a file. Empty YAML documents are skipped.
 pub fn decode(bytes: &[u8]) -> Result<Vec<RawBlob>, DecodeError> {
+    let mut blobs = Vec::new();
+    let mut error = None;
+    decode_with(
+        bytes,
+        &mut |json: &str, line| match RawValue::from_string(json.to_owned()) {
+            Ok(raw) => blobs.push(RawBlob { raw, line }),
+            Err(e) => {
+                error.get_or_insert(DecodeError {
+                    line,
+                    message: format!("invalid JSON: {e}"),
+                });
+            }
+        },
+    )?;
+    match error {
+        Some(e) => Err(e),
+        None => Ok(blobs),
+    }
+}
+
+/// Decodes every document of a file, handing each to `sink` as JSON text with the 1-based line
+/// it starts on. Empty YAML documents are skipped.
+pub fn decode_with(bytes: &[u8], sink: &mut dyn FnMut(&str, usize)) -> Result<(), DecodeError> {
     let first = bytes.iter().position(|b| !b.is_ascii_whitespace());
     match first {
-        None => Ok(Vec::new()),
-        Some(i) if bytes[i] == b'{' => decode_json(bytes),
-        Some(_) => decode_yaml(bytes),
+        None => Ok(()),
+        Some(i) if bytes[i] == b'{' => decode_json(bytes, sink),
+        Some(_) => decode_yaml(bytes, sink),
     }
 }
 
@@ -65,9 +92,8 @@ impl<'a> LineCursor<'a> {
     }
 }
 
-fn decode_json(bytes: &[u8]) -> Result<Vec<RawBlob>, DecodeError> {
-    let mut blobs = Vec::new();
-    let mut stream = serde_json::Deserializer::from_slice(bytes).into_iter::<Box<RawValue>>();
+fn decode_json(bytes: &[u8], sink: &mut dyn FnMut(&str, usize)) -> Result<(), DecodeError> {
+    let mut stream = serde_json::Deserializer::from_slice(bytes).into_iter::<&RawValue>();
     let mut cursor = LineCursor::new(bytes);
     let mut start = 0;
     while let Some(next) = stream.next() {
@@ -80,13 +106,10 @@ fn decode_json(bytes: &[u8]) -> Result<Vec<RawBlob>, DecodeError> {
                 .iter()
                 .take_while(|b| b.is_ascii_whitespace())
                 .count();
-        blobs.push(RawBlob {
-            raw,
-            line: cursor.line_at(begin),
-        });
+        sink(raw.get(), cursor.line_at(begin));
         start = stream.byte_offset();
     }
-    Ok(blobs)
+    Ok(())
 }
 
 /// serde_json appends " at line L column C"; we report the line ourselves.
@@ -94,70 +117,67 @@ fn strip_position(message: &str) -> &str {
     message.rsplit_once(" at line ").map_or(message, |(m, _)| m)
 }
 
-fn is_separator(line: &str) -> bool {
-    line.strip_prefix("---")
-        .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r', '\n']))
-}
+/// One YAML document, as a value with where it starts.
+type Document = serde_saphyr::Spanned<Value>;
 
-fn is_blank_or_comment(line: &str) -> bool {
-    let t = line.trim();
-    t.is_empty() || t.starts_with('#')
-}
-
-fn decode_yaml(bytes: &[u8]) -> Result<Vec<RawBlob>, DecodeError> {
-    let text = std::str::from_utf8(bytes).map_err(|e| {
+fn decode_yaml(bytes: &[u8], sink: &mut dyn FnMut(&str, usize)) -> Result<(), DecodeError> {
+    if let Err(e) = std::str::from_utf8(bytes) {
         let line = 1 + bytes[..e.valid_up_to()]
             .iter()
             .filter(|&&b| b == b'\n')
             .count();
-        DecodeError {
+        return Err(DecodeError {
             line,
             message: "the file is neither JSON nor UTF-8 YAML".into(),
-        }
-    })?;
-    // (first line of the chunk, first line with content, byte range)
-    let mut chunks: Vec<(usize, Option<usize>, usize, usize)> = Vec::new();
-    let mut offset = 0;
-    for (i, line) in text.split_inclusive('\n').enumerate() {
-        let line_no = i + 1;
-        if is_separator(line) || chunks.is_empty() {
-            chunks.push((line_no, None, offset, offset));
-        }
-        if let Some(chunk) = chunks.last_mut() {
-            chunk.3 = offset + line.len();
-            let content = if is_separator(line) { &line[3..] } else { line };
-            if chunk.1.is_none() && !is_blank_or_comment(content) && line.trim() != "..." {
-                chunk.1 = Some(line_no);
-            }
-        }
-        offset += line.len();
+        });
     }
-    let mut blobs = Vec::new();
-    for (first_line, content_line, from, to) in chunks {
-        let Some(content_line) = content_line else {
-            continue;
-        };
-        let value: Value = serde_saphyr::from_str(&text[from..to]).map_err(|e| {
-            let line = e
-                .location()
-                .map_or(content_line, |l| first_line + l.line() as usize - 1);
-            DecodeError {
-                line,
-                message: format!("invalid YAML: {}", yaml_message(&e)),
-            }
+    // One parser for the whole stream (a parser per document costs more than a tiny document).
+    // Its count limits would refuse a catalog of many small documents: the input's size, which
+    // the callers bound, bounds them instead. Alias and depth limits stay, against YAML bombs.
+    let size = bytes.len().max(1);
+    let options = serde_saphyr::options! {
+        budget: serde_saphyr::budget! {
+            max_reader_input_bytes: None,
+            max_events: size,
+            max_nodes: size,
+            max_documents: size,
+            max_total_scalar_bytes: size,
+        },
+    };
+    let mut reader = bytes;
+    let mut json = String::new();
+    for document in serde_saphyr::read_with_options::<_, Document>(&mut reader, options) {
+        let document = document.map_err(|e| DecodeError {
+            line: e.location().map_or(1, |l| l.line() as usize),
+            message: format!("invalid YAML: {}", yaml_message(&e)),
         })?;
-        if !value.is_null() {
-            let raw = serde_json::value::to_raw_value(&value).map_err(|e| DecodeError {
-                line: content_line,
+        json.clear();
+        // A value serializes to JSON unless it holds a non-finite float, which YAML allows.
+        let written = serde_json::to_writer(StringWriter(&mut json), &document.value);
+        let line = document.referenced.line() as usize;
+        if let Err(e) = written {
+            return Err(DecodeError {
+                line,
                 message: format!("invalid YAML: {e}"),
-            })?;
-            blobs.push(RawBlob {
-                raw,
-                line: content_line,
             });
         }
+        sink(&json, line.max(1));
     }
-    Ok(blobs)
+    Ok(())
+}
+
+/// Lets serde_json write straight into a `String` (it writes whole UTF-8 fragments).
+struct StringWriter<'a>(&'a mut String);
+
+impl std::io::Write for StringWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = std::str::from_utf8(buf).map_err(std::io::Error::other)?;
+        self.0.push_str(text);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The first line of saphyr's message: later lines repeat the source with a caret.

@@ -12,9 +12,10 @@ use serde_json::value::RawValue;
 /// The fields of a blob that the model reads.
 #[derive(Default)]
 pub(crate) struct Fields<'a> {
-    pub schema: Option<String>,
-    pub package: Option<String>,
-    pub name: Option<String>,
+    /// Borrowed from the blob's text unless the JSON string had escapes.
+    pub schema: Option<Cow<'a, str>>,
+    pub package: Option<Cow<'a, str>>,
+    pub name: Option<Cow<'a, str>>,
     pub default_channel: Option<&'a RawValue>,
     pub entries: Option<&'a RawValue>,
     pub image: Option<&'a RawValue>,
@@ -65,9 +66,9 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Fields<'a> {
 struct FieldsVisitor<'a>(std::marker::PhantomData<&'a ()>);
 
 /// Stores a meta field, refusing a second key that differs only in case, and a non-string.
-fn meta<'de, A: MapAccess<'de>>(
+fn meta<'de: 'a, 'a, A: MapAccess<'de>>(
     map: &mut A,
-    slot: &mut Option<String>,
+    slot: &mut Option<Cow<'a, str>>,
     seen: &mut bool,
     key: &str,
 ) -> Result<(), A::Error> {
@@ -78,8 +79,9 @@ fn meta<'de, A: MapAccess<'de>>(
     }
     *seen = true;
     *slot = map
-        .next_value::<Option<String>>()
-        .map_err(|_| de::Error::custom(format!("{key:?} must be a string")))?;
+        .next_value::<Option<Key<'de>>>()
+        .map_err(|_| de::Error::custom(format!("{key:?} must be a string")))?
+        .map(|k| k.0);
     Ok(())
 }
 

@@ -1,6 +1,7 @@
 //! The File-Based Catalog model: every blob as it was read (for rendering), plus typed views of
 //! the schemas the resolver understands. Unknown schemas are kept and re-emitted unchanged.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -65,25 +66,316 @@ impl fmt::Display for Problem {
     }
 }
 
-/// A blob as read (JSON text), its `schema`, `package` and `name`, and where it was read.
-#[derive(Debug, Clone)]
-pub struct Blob {
-    /// The blob as JSON text: rendered on demand, never held as a value tree.
-    pub raw: Box<RawValue>,
-    /// Its `schema`.
-    pub schema: String,
-    /// Its `package` (empty when absent).
-    pub package: String,
-    /// Its `name` (empty when absent).
-    pub name: String,
-    /// Where it was read.
-    pub origin: Origin,
+/// Problems found in catalog content: the first [`Problems::MAX_LISTED`] are kept whole and the
+/// rest only counted, so that content made of millions of broken blobs costs no more memory to
+/// report than a handful. Dereferences to the listed problems.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Problems {
+    listed: Vec<Problem>,
+    omitted: usize,
 }
 
-impl Blob {
+impl Problems {
+    /// How many problems are kept whole; people fix the first ones first anyway.
+    pub const MAX_LISTED: usize = 1000;
+
+    /// No problems.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records a problem (counted only, once [`Problems::MAX_LISTED`] are listed).
+    pub fn push(&mut self, problem: Problem) {
+        if self.listed.len() < Self::MAX_LISTED {
+            self.listed.push(problem);
+        } else {
+            self.omitted += 1;
+        }
+    }
+
+    /// Records every problem of `other`.
+    pub fn extend(&mut self, other: Problems) {
+        for p in other.listed {
+            self.push(p);
+        }
+        self.omitted += other.omitted;
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.listed.is_empty() && self.omitted == 0
+    }
+
+    /// Every problem found, listed or not.
+    pub fn total(&self) -> usize {
+        self.listed.len() + self.omitted
+    }
+
+    /// How many were found beyond those listed.
+    pub fn omitted(&self) -> usize {
+        self.omitted
+    }
+
+    /// Whether no more will be listed (further ones are only counted).
+    pub fn is_full(&self) -> bool {
+        self.listed.len() >= Self::MAX_LISTED
+    }
+
+    /// Sorts the listed problems by file and line and drops exact repeats.
+    pub fn sort(&mut self) {
+        self.listed.sort();
+        self.listed.dedup();
+    }
+}
+
+impl std::ops::Deref for Problems {
+    type Target = [Problem];
+    fn deref(&self) -> &[Problem] {
+        &self.listed
+    }
+}
+
+impl From<Vec<Problem>> for Problems {
+    fn from(problems: Vec<Problem>) -> Self {
+        let mut all = Problems::new();
+        for p in problems {
+            all.push(p);
+        }
+        all
+    }
+}
+
+impl IntoIterator for Problems {
+    type Item = Problem;
+    type IntoIter = std::vec::IntoIter<Problem>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.listed.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Problems {
+    type Item = &'a Problem;
+    type IntoIter = std::slice::Iter<'a, Problem>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.listed.iter()
+    }
+}
+
+/// One blob as read: its JSON text, its `schema`, `package` and `name` (empty when absent), and
+/// where it was read. A view into [`Blobs`].
+#[derive(Debug, Clone, Copy)]
+pub struct Blob<'a> {
+    /// The blob as JSON text, as read (YAML documents converted to JSON).
+    pub raw: &'a str,
+    /// Its `schema`.
+    pub schema: &'a str,
+    /// Its `package`.
+    pub package: &'a str,
+    /// Its `name`.
+    pub name: &'a str,
+    file: &'a Arc<str>,
+    line: u32,
+}
+
+impl Blob<'_> {
+    /// Where it was read.
+    pub fn origin(&self) -> Origin {
+        Origin {
+            file: self.file.clone(),
+            line: self.line as usize,
+        }
+    }
+
     /// The blob as a JSON value (parsed on each call).
     pub fn value(&self) -> serde_json::Value {
-        serde_json::from_str(self.raw.get()).unwrap_or_default()
+        serde_json::from_str(self.raw).unwrap_or_default()
+    }
+}
+
+/// Where one blob lies in [`Blobs`]: 32 bytes, whatever the blob's size, so a catalog of
+/// millions of tiny blobs costs a small multiple of its size, not tens of times it.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    start: u32,
+    len: u32,
+    schema: u32,
+    package: u32,
+    /// Offset of the name in `text`, or in `names` when `name_len` has [`IN_NAMES`] set.
+    name_start: u32,
+    name_len: u32,
+    file: u32,
+    line: u32,
+}
+
+/// Set in `Entry::name_len` when the name is in `Blobs::names` (it had escapes in the JSON, so it
+/// is not a slice of the text).
+const IN_NAMES: u32 = 1 << 31;
+
+/// Every blob of a catalog, in file-walk order: the JSON text of all of them in one buffer, and
+/// per blob a fixed-size entry. Schemas and packages are interned; a name is a slice of its
+/// blob's own text when it can be.
+#[derive(Debug, Clone, Default)]
+pub struct Blobs {
+    text: String,
+    names: String,
+    entries: Vec<Entry>,
+    symbols: Vec<Box<str>>,
+    symbol_ids: HashMap<Box<str>, u32>,
+    files: Vec<Arc<str>>,
+}
+
+/// Why a blob could not be added.
+#[derive(Debug)]
+pub(crate) struct TooLarge;
+
+impl Blobs {
+    /// How many blobs there are.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Total bytes of JSON text held.
+    pub fn text_len(&self) -> usize {
+        self.text.len()
+    }
+
+    /// The blobs, in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Blob<'_>> + '_ {
+        self.entries.iter().map(|e| self.view(e))
+    }
+
+    /// The `i`th blob.
+    pub fn get(&self, i: usize) -> Option<Blob<'_>> {
+        self.entries.get(i).map(|e| self.view(e))
+    }
+
+    fn view(&self, e: &Entry) -> Blob<'_> {
+        fn slice(s: &str, start: u32, len: u32) -> &str {
+            s.get(start as usize..start as usize + len as usize)
+                .unwrap_or_default()
+        }
+        let name = if e.name_len & IN_NAMES != 0 {
+            slice(&self.names, e.name_start, e.name_len & !IN_NAMES)
+        } else {
+            slice(&self.text, e.name_start, e.name_len)
+        };
+        let symbol = |id: u32| self.symbols.get(id as usize).map_or("", |s| s);
+        Blob {
+            raw: slice(&self.text, e.start, e.len),
+            schema: symbol(e.schema),
+            package: symbol(e.package),
+            name,
+            file: &self.files[e.file as usize],
+            line: e.line,
+        }
+    }
+
+    pub(crate) fn reserve_text(&mut self, bytes: usize) {
+        self.text.reserve(bytes);
+    }
+
+    pub(crate) fn add_file(&mut self, name: Arc<str>) -> u32 {
+        self.files.push(name);
+        u32::try_from(self.files.len() - 1).unwrap_or(u32::MAX)
+    }
+
+    pub(crate) fn file(&self, id: u32) -> Arc<str> {
+        self.files
+            .get(id as usize)
+            .cloned()
+            .unwrap_or_else(|| Arc::from(""))
+    }
+
+    fn symbol(&mut self, value: &str) -> u32 {
+        if let Some(id) = self.symbol_ids.get(value) {
+            return *id;
+        }
+        let id = u32::try_from(self.symbols.len()).unwrap_or(u32::MAX);
+        self.symbols.push(value.into());
+        self.symbol_ids.insert(value.into(), id);
+        id
+    }
+
+    /// Appends a blob whose `name` is `name` (a slice of `json`, or an unescaped copy).
+    pub(crate) fn push(
+        &mut self,
+        json: &str,
+        schema: &str,
+        package: &str,
+        name: &str,
+        file: u32,
+        line: usize,
+    ) -> Result<(), TooLarge> {
+        let start = u32::try_from(self.text.len()).map_err(|_| TooLarge)?;
+        let len = u32::try_from(json.len()).map_err(|_| TooLarge)?;
+        start.checked_add(len).ok_or(TooLarge)?;
+        // A name borrowed from the blob's text lies at the same offset in the copy.
+        let within = (name.as_ptr() as usize).checked_sub(json.as_ptr() as usize);
+        let (name_start, name_len) = match within {
+            Some(offset) if !name.is_empty() && offset + name.len() <= json.len() => (
+                start + u32::try_from(offset).map_err(|_| TooLarge)?,
+                u32::try_from(name.len()).map_err(|_| TooLarge)?,
+            ),
+            _ if name.is_empty() => (0, 0),
+            _ => {
+                let at = u32::try_from(self.names.len()).map_err(|_| TooLarge)?;
+                let len = u32::try_from(name.len())
+                    .ok()
+                    .filter(|l| l & IN_NAMES == 0)
+                    .ok_or(TooLarge)?;
+                self.names.push_str(name);
+                (at, len | IN_NAMES)
+            }
+        };
+        self.text.push_str(json);
+        let entry = Entry {
+            start,
+            len,
+            schema: self.symbol(schema),
+            package: self.symbol(package),
+            name_start,
+            name_len,
+            file,
+            line: u32::try_from(line).unwrap_or(u32::MAX),
+        };
+        self.entries.push(entry);
+        Ok(())
+    }
+
+    /// Appends every blob of `other`.
+    fn append(&mut self, other: &Blobs) {
+        let base = u32::try_from(self.files.len()).unwrap_or(u32::MAX);
+        self.files.extend(other.files.iter().cloned());
+        for e in &other.entries {
+            let b = other.view(e);
+            // Blobs that fit once fit again unless the total passes 4 GiB, which the loaders
+            // refuse before it happens.
+            let _ = self.push(
+                b.raw,
+                b.schema,
+                b.package,
+                b.name,
+                base.saturating_add(e.file),
+                e.line as usize,
+            );
+        }
+    }
+
+    /// Releases spare capacity once loading is done, when there is much of it (shrinking
+    /// copies, which costs more than a little slack).
+    pub(crate) fn shrink(&mut self) {
+        if self.text.capacity() > self.text.len() + self.text.len() / 4 {
+            self.text.shrink_to_fit();
+        }
+        if self.entries.capacity() > self.entries.len() + self.entries.len() / 4 {
+            self.entries.shrink_to_fit();
+        }
+        self.names.shrink_to_fit();
     }
 }
 
@@ -221,7 +513,7 @@ pub struct Deprecation {
 #[derive(Debug, Clone, Default)]
 pub struct Fbc {
     /// Every blob, in file-walk order: what is rendered and served.
-    pub blobs: Vec<Blob>,
+    pub blobs: Blobs,
     /// Packages.
     pub packages: Vec<Package>,
     /// Channels.
@@ -260,18 +552,19 @@ fn field<T: serde::de::DeserializeOwned + Default>(
 }
 
 impl Fbc {
-    /// Builds the model from blobs (JSON text) read in file-walk order. Fails with every blob
-    /// that is not an object, has no schema, or does not fit its schema.
-    pub fn from_raw(blobs: Vec<(Box<RawValue>, Origin)>) -> Result<Self, Vec<Problem>> {
-        let mut fbc = Fbc {
-            blobs: Vec::with_capacity(blobs.len()),
-            ..Default::default()
-        };
-        let mut problems = Vec::new();
-        for (raw, origin) in blobs {
-            if let Err(message) = fbc.add(raw, origin.clone()) {
-                problems.push(Problem::at(&origin, message));
-            }
+    /// Builds the model from blobs given as values (tests, generated content), each read at its
+    /// origin. Fails with every blob that is not an object, has no schema, or does not fit its
+    /// schema.
+    pub fn from_values(blobs: Vec<(serde_json::Value, Origin)>) -> Result<Self, Problems> {
+        let mut fbc = Fbc::default();
+        let mut problems = Problems::new();
+        let mut files: HashMap<Arc<str>, u32> = HashMap::new();
+        for (value, origin) in blobs {
+            let file = *files
+                .entry(origin.file.clone())
+                .or_insert_with(|| fbc.blobs.add_file(origin.file.clone()));
+            let json = value.to_string();
+            fbc.push_json(&json, file, origin.line, &mut problems);
         }
         if problems.is_empty() {
             Ok(fbc)
@@ -280,54 +573,79 @@ impl Fbc {
         }
     }
 
-    /// Like [`Fbc::from_raw`], from values.
-    pub fn from_values(blobs: Vec<(serde_json::Value, Origin)>) -> Result<Self, Vec<Problem>> {
-        let mut raw = Vec::with_capacity(blobs.len());
-        for (value, origin) in blobs {
-            match serde_json::value::to_raw_value(&value) {
-                Ok(r) => raw.push((r, origin)),
-                Err(e) => return Err(vec![Problem::at(&origin, e.to_string())]),
-            }
+    /// Adds one blob, given as JSON text read in `file` (an id from `Blobs::add_file`) at
+    /// `line`. A blob that does not fit its schema is a problem; once problems are being
+    /// counted rather than listed, blobs are no longer kept (the content is invalid anyway), so
+    /// broken content cannot grow memory.
+    pub(crate) fn push_json(
+        &mut self,
+        json: &str,
+        file: u32,
+        line: usize,
+        problems: &mut Problems,
+    ) {
+        // Once problems are only counted, blobs are checked but not kept.
+        let keep = !problems.is_full();
+        if let Err(message) = self.add(json, file, line, keep) {
+            let origin = Origin {
+                file: self.blobs.file(file),
+                line,
+            };
+            problems.push(Problem::at(&origin, message));
         }
-        Self::from_raw(raw)
     }
 
-    fn add(&mut self, raw: Box<RawValue>, origin: Origin) -> Result<(), String> {
-        let fields = super::meta::read(raw.get())?;
-        let schema = fields.schema.clone().unwrap_or_default();
-        let package = fields.package.clone().unwrap_or_default();
-        let name = fields.name.clone().unwrap_or_default();
+    fn add(&mut self, raw: &str, file: u32, line: usize, keep: bool) -> Result<(), String> {
+        let fields = super::meta::read(raw)?;
+        let schema = fields.schema.as_deref().unwrap_or_default();
+        let package = fields.package.as_deref().unwrap_or_default();
+        let name = fields.name.as_deref().unwrap_or_default();
+        let origin = || Origin {
+            file: self.blobs.file(file),
+            line,
+        };
         let what = |e: serde_json::Error| format!("invalid {schema} {name:?}: {e}");
-        match schema.as_str() {
+        match schema {
             "" => return Err("the blob has no \"schema\"".into()),
             schemas::PACKAGE => {
                 let default_channel: String = field(fields.default_channel).map_err(what)?;
+                if !keep {
+                    return Ok(());
+                }
+                let origin = origin();
                 self.packages.push(Package {
-                    name: name.clone(),
+                    name: name.to_owned(),
                     default_channel,
-                    origin: origin.clone(),
+                    origin,
                 });
             }
             schemas::CHANNEL => {
                 let entries: Vec<ChannelEntry> = field(fields.entries).map_err(what)?;
+                if !keep {
+                    return Ok(());
+                }
+                let origin = origin();
                 self.channels.push(Channel {
-                    name: name.clone(),
-                    package: package.clone(),
+                    name: name.to_owned(),
+                    package: package.to_owned(),
                     entries,
-                    origin: origin.clone(),
+                    origin,
                 });
             }
             schemas::BUNDLE => {
                 let image: String = field(fields.image).map_err(what)?;
                 let properties = parse_properties(fields.properties)
                     .map_err(|e| format!("bundle {name:?}: {e}"))?;
+                if !keep {
+                    return Ok(());
+                }
                 let mut bundle = Bundle {
-                    name: name.clone(),
-                    package: package.clone(),
+                    name: name.to_owned(),
+                    package: package.to_owned(),
                     image,
                     properties,
                     version: None,
-                    origin: origin.clone(),
+                    origin: origin(),
                 };
                 let version = bundle
                     .package_properties()
@@ -338,6 +656,9 @@ impl Fbc {
             }
             schemas::DEPRECATIONS => {
                 let docs: Vec<DeprecationEntryDoc> = field(fields.entries).map_err(what)?;
+                if !keep {
+                    return Ok(());
+                }
                 let entries = docs
                     .into_iter()
                     .map(|e| DeprecationEntry {
@@ -346,39 +667,42 @@ impl Fbc {
                         message: e.message,
                     })
                     .collect();
+                let origin = origin();
                 self.deprecations.push(Deprecation {
-                    package: package.clone(),
+                    package: package.to_owned(),
                     entries,
-                    origin: origin.clone(),
+                    origin,
                 });
             }
             // Other schemas are kept as blobs only, and served unchanged.
             _ => {}
         }
-        drop(fields);
-        self.blobs.push(Blob {
-            raw,
-            schema,
-            package,
-            name,
-            origin,
-        });
-        Ok(())
+        if !keep {
+            return Ok(());
+        }
+        self.blobs
+            .push(raw, schema, package, name, file, line)
+            .map_err(|_| "the catalog is larger than 4 GiB, which olm-rs does not load".to_owned())
     }
 
     /// The canonical JSON-lines rendering (what catalogd serves as all.json).
     pub fn render(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        for blob in &self.blobs {
-            // Every blob was parsed as JSON when it was read, so rendering it cannot fail.
-            let mark = out.len();
-            if canonical::write_raw(blob.raw.get(), &mut out).is_err() {
-                out.truncate(mark);
-                out.extend_from_slice(blob.raw.get().as_bytes());
-            }
-            out.push(b'\n');
+        let mut out = Vec::with_capacity(self.blobs.text_len() + self.blobs.len());
+        for blob in self.blobs.iter() {
+            render_blob(blob.raw, &mut out);
         }
         out
+    }
+
+    /// Writes the canonical rendering to `out`, blob by blob, without holding it whole.
+    pub fn render_to(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        let mut line = Vec::new();
+        for blob in self.blobs.iter() {
+            line.clear();
+            render_blob(blob.raw, &mut line);
+            out.write_all(&line)?;
+        }
+        Ok(())
     }
 
     /// sha256 (hex) of [`Fbc::render`].
@@ -388,12 +712,23 @@ impl Fbc {
 
     /// Appends another catalog's blobs (for catalogs assembled from several sources).
     pub fn extend(&mut self, other: Fbc) {
-        self.blobs.extend(other.blobs);
+        self.blobs.append(&other.blobs);
         self.packages.extend(other.packages);
         self.channels.extend(other.channels);
         self.bundles.extend(other.bundles);
         self.deprecations.extend(other.deprecations);
     }
+}
+
+/// Appends the canonical line of one blob (with its newline) to `out`. Every blob was parsed as
+/// JSON when it was read, so rendering cannot fail; should it, the text is kept as read.
+pub fn render_blob(raw: &str, out: &mut Vec<u8>) {
+    let mark = out.len();
+    if canonical::write_raw(raw, out).is_err() {
+        out.truncate(mark);
+        out.extend_from_slice(raw.as_bytes());
+    }
+    out.push(b'\n');
 }
 
 #[cfg(test)]

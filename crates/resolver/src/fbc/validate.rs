@@ -4,25 +4,25 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use super::model::{Channel, Fbc, Origin, Problem, schemas};
+use super::model::{Channel, Fbc, Origin, Problem, Problems, schemas};
 use crate::range::blang;
 
-/// Every problem of the catalog, sorted by file and line. Empty means valid.
-pub fn validate(fbc: &Fbc) -> Vec<Problem> {
+/// Every problem of the catalog (the first [`Problems::MAX_LISTED`] listed, sorted by file and
+/// line; the rest counted). Empty means valid.
+pub fn validate(fbc: &Fbc) -> Problems {
     let mut v = Validator {
-        problems: Vec::new(),
+        problems: Problems::new(),
     };
     let packages = v.packages(fbc);
     let bundle_index = v.bundles(fbc, &packages);
     v.channels(fbc, &packages, &bundle_index);
     v.deprecations(fbc, &packages);
     v.problems.sort();
-    v.problems.dedup();
     v.problems
 }
 
 struct Validator {
-    problems: Vec<Problem>,
+    problems: Problems,
 }
 
 /// DNS-1123 subdomain: lowercase alphanumerics, `-` and `.`, starting and ending alphanumeric.

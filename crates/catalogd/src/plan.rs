@@ -1,0 +1,629 @@
+//! What one reconcile of a Catalog does, decided in one place by a pure function: fetch the
+//! source or not, conditionally or in full, whether to announce a slow fetch, when to look
+//! again, and whether to wait out a recent failure. The reconcile then only carries it out.
+//!
+//! Inputs are the Catalog (spec and status), what the store serves for it, and what catalogd
+//! remembers of it ([`Memory`]: lost on restart, so the plan never needs it to be right, only
+//! to save work).
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::jiff::Timestamp;
+use olm_api::catalog::{Catalog, ResolvedSource, Source, SourceType};
+use olm_api::conditions::is_true;
+
+use crate::poll::{poll_interval, retry_after};
+use crate::status::{Served, UNPACKED};
+
+/// What catalogd remembers of a Catalog between reconciles.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Memory {
+    /// The uid of the Catalog this memory is about (a new object under an old name starts
+    /// afresh).
+    pub uid: String,
+    /// The source spec of the served content, what was fetched for it, and its hash.
+    pub unpacked: Option<Unpacked>,
+    /// The failures of the current spec.
+    pub failure: Option<Failure>,
+    /// Bumped whenever an object the source reads (a ConfigMap, a Secret, a CA bundle)
+    /// changes, so a failure caused by it is retried at once rather than after the backoff.
+    pub inputs: u64,
+}
+
+/// Content that was unpacked (or confirmed unchanged) for a source spec.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unpacked {
+    /// The spec it was unpacked for.
+    pub source: Source,
+    /// What was fetched.
+    pub resolved: ResolvedSource,
+    /// Its content hash.
+    pub hash: String,
+}
+
+/// Consecutive failures of one source spec.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    /// How many in a row.
+    pub count: u32,
+    /// The spec that failed.
+    pub source: Source,
+    /// [`Memory::inputs`] when it last failed.
+    pub inputs: u64,
+    /// When to try again.
+    pub retry_at: Instant,
+}
+
+impl Memory {
+    /// Records a successful unpack (or an unchanged source) of `source`.
+    pub fn succeeded(&mut self, source: &Source, resolved: ResolvedSource, hash: String) {
+        self.unpacked = Some(Unpacked {
+            source: source.clone(),
+            resolved,
+            hash,
+        });
+        self.failure = None;
+    }
+
+    /// Records a failure of `source` at `now`; returns how long to wait before the retry.
+    pub fn failed(&mut self, source: &Source, now: Instant) -> Duration {
+        let count = match &self.failure {
+            Some(f) if f.source == *source => f.count.saturating_add(1),
+            _ => 1,
+        };
+        let wait = retry_after(count);
+        self.failure = Some(Failure {
+            count,
+            source: source.clone(),
+            inputs: self.inputs,
+            retry_at: now + wait,
+        });
+        wait
+    }
+}
+
+/// The two clocks a plan reads: monotonic for retries, wall for poll times in the status.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    /// Monotonic now.
+    pub instant: Instant,
+    /// Wall-clock now.
+    pub wall: Timestamp,
+}
+
+impl Clock {
+    /// Now.
+    pub fn now() -> Self {
+        Self {
+            instant: Instant::now(),
+            wall: Timestamp::now(),
+        }
+    }
+}
+
+/// How to fetch.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mode {
+    /// Everything, as if for the first time.
+    Full,
+    /// Relative to what was fetched last (the content of which is served): the source may
+    /// answer that nothing changed (HTTP 304, the same ConfigMap versions).
+    Conditional(ResolvedSource),
+    /// Nothing: the spec pins content that is already served (an http `sha256`), so the source
+    /// need not be asked; the status is rewritten from what was fetched.
+    Confirm(ResolvedSource),
+}
+
+/// A fetch to do.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fetch {
+    /// How.
+    pub mode: Mode,
+    /// Write `Unpacking` first: a new spec of a remote source, which may take a while.
+    pub announce: bool,
+    /// When to poll again after it succeeds.
+    pub next_poll: Option<Duration>,
+}
+
+/// What a reconcile does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Plan {
+    /// The served content is the current spec's and the status says so: nothing to do until
+    /// `requeue` (the next poll), or until something changes.
+    UpToDate {
+        /// When to look again.
+        requeue: Option<Duration>,
+    },
+    /// The current spec failed recently and nothing it reads has changed since: retry after
+    /// `wait`.
+    Backoff {
+        /// How long.
+        wait: Duration,
+    },
+    /// Fetch the source.
+    Fetch(Box<Fetch>),
+}
+
+impl Plan {
+    fn fetch(fetch: Fetch) -> Plan {
+        Plan::Fetch(Box::new(fetch))
+    }
+}
+
+/// Decides what to do for `catalog`, given the content the store serves for it (already
+/// checked to be this object's), what catalogd remembers of it, and the content URL its status
+/// should show.
+pub fn plan(
+    catalog: &Catalog,
+    served: Option<&Served>,
+    memory: &Memory,
+    content_url: &str,
+    now: Clock,
+) -> Plan {
+    let spec = &catalog.spec.source;
+    let generation = catalog.metadata.generation;
+    let status = catalog.status.clone().unwrap_or_default();
+    let served_hash = served.map(|s| s.hash.as_str());
+    let status_names_served =
+        served_hash.is_some() && status.content_hash.as_deref() == served_hash;
+
+    // Which spec produced the served content, and what was fetched for it: catalogd's memory
+    // when it has one for this content; after a restart, the status, when it names the served
+    // content and was written for the current generation.
+    let remembered = memory
+        .unpacked
+        .as_ref()
+        .filter(|u| Some(u.hash.as_str()) == served_hash);
+    let (current, previous) = match remembered {
+        Some(u) => (u.source == *spec, Some(u.resolved.clone())),
+        None if status_names_served => {
+            let resolved = status
+                .resolved_source
+                .clone()
+                .filter(|r| r.type_ == Some(spec.type_));
+            let current = status.observed_generation == generation
+                && is_true(&status.conditions, UNPACKED)
+                && resolved.is_some();
+            (current, resolved)
+        }
+        None => (false, None),
+    };
+    // The status must name the served content, for this generation, at today's URL (the
+    // external address may have changed since it was written).
+    let status_stale = served.is_some()
+        && (!status_names_served
+            || status.observed_generation != generation
+            || status.content_url.as_deref() != Some(content_url)
+            || !is_true(&status.conditions, UNPACKED));
+
+    if let Some(f) = &memory.failure
+        && f.source == *spec
+        && f.inputs == memory.inputs
+        && f.retry_at > now.instant
+    {
+        return Plan::Backoff {
+            wait: f.retry_at - now.instant,
+        };
+    }
+
+    match spec.type_ {
+        // Reading ConfigMaps is cheap and their versions say whether anything changed.
+        SourceType::ConfigMaps => Plan::fetch(Fetch {
+            mode: previous.map_or(Mode::Full, Mode::Conditional),
+            announce: false,
+            next_poll: None,
+        }),
+        SourceType::Http => {
+            let http = spec.http.clone().unwrap_or_default();
+            let interval = poll_interval(http.poll_interval.as_deref());
+            let previous_http = previous
+                .as_ref()
+                .and_then(|p| p.http.as_ref())
+                .filter(|h| h.url == http.url);
+            // Pinned content that is served cannot change: never fetch it again.
+            if let (Some(pin), Some(prev)) = (&http.sha256, previous_http)
+                && *pin == prev.sha256
+            {
+                return match previous {
+                    Some(previous) if !current || status_stale => Plan::fetch(Fetch {
+                        mode: Mode::Confirm(previous),
+                        announce: false,
+                        next_poll: None,
+                    }),
+                    _ => Plan::UpToDate { requeue: None },
+                };
+            }
+            if current && !status_stale {
+                let Some(interval) = interval else {
+                    return Plan::UpToDate { requeue: None };
+                };
+                let elapsed = previous_http
+                    .and_then(|h| h.last_poll_attempt.as_ref())
+                    .map(|t| now.wall.duration_since(t.0).unsigned_abs());
+                return match (elapsed, previous) {
+                    (Some(e), _) if e < interval => Plan::UpToDate {
+                        requeue: Some(interval - e),
+                    },
+                    (_, Some(previous)) => Plan::fetch(Fetch {
+                        mode: Mode::Conditional(previous),
+                        announce: false,
+                        next_poll: Some(interval),
+                    }),
+                    (_, None) => Plan::fetch(Fetch {
+                        mode: Mode::Full,
+                        announce: false,
+                        next_poll: Some(interval),
+                    }),
+                };
+            }
+            // A new spec, or content whose status must be rewritten. Conditional only when a
+            // "not modified" would be good news: the same URL, and no new pin to check against
+            // the body.
+            let conditional = previous_http
+                .is_some_and(|p| http.sha256.as_ref().is_none_or(|pin| *pin == p.sha256));
+            let mode = match previous {
+                Some(previous) if conditional => Mode::Conditional(previous),
+                _ => Mode::Full,
+            };
+            Plan::fetch(Fetch {
+                mode,
+                announce: status.observed_generation != generation,
+                next_poll: interval,
+            })
+        }
+        // The source says why it cannot be unpacked.
+        _ => Plan::fetch(Fetch {
+            mode: Mode::Full,
+            announce: false,
+            next_poll: None,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use olm_api::catalog::{
+        CatalogSpec, CatalogStatus, ConfigMapRef, ConfigMapSource, HttpSource, ResolvedHttpSource,
+    };
+    use olm_api::conditions::condition;
+
+    const URL: &str = "http://catalogd/catalogs/c/all.json";
+    const HASH: &str = "aaaa";
+
+    fn at(secs: i64) -> Timestamp {
+        Timestamp::from_second(secs).unwrap()
+    }
+
+    fn clock(secs: i64) -> Clock {
+        Clock {
+            instant: Instant::now(),
+            wall: at(secs),
+        }
+    }
+
+    fn http_source(pin: Option<&str>, poll: Option<&str>) -> Source {
+        Source {
+            type_: SourceType::Http,
+            image: None,
+            config_maps: None,
+            http: Some(HttpSource {
+                url: "https://example.com/c.json".into(),
+                sha256: pin.map(Into::into),
+                poll_interval: poll.map(Into::into),
+                ..Default::default()
+            }),
+            git: None,
+            custom: None,
+        }
+    }
+
+    fn configmap_source() -> Source {
+        Source {
+            type_: SourceType::ConfigMaps,
+            image: None,
+            config_maps: Some(vec![ConfigMapSource {
+                config_map: ConfigMapRef {
+                    name: "cm".into(),
+                    namespace: None,
+                },
+                path: None,
+            }]),
+            http: None,
+            git: None,
+            custom: None,
+        }
+    }
+
+    fn resolved_http(sha: &str, polled: i64) -> ResolvedSource {
+        ResolvedSource {
+            type_: Some(SourceType::Http),
+            http: Some(ResolvedHttpSource {
+                url: "https://example.com/c.json".into(),
+                sha256: sha.into(),
+                etag: Some("\"e\"".into()),
+                last_modified: None,
+                last_poll_attempt: Some(Time(at(polled))),
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// A catalog at `generation` whose status (written for `status_generation`) says `hash` is
+    /// served at URL, unpacked from `resolved`.
+    fn catalog(
+        source: Source,
+        generation: i64,
+        status_generation: i64,
+        resolved: Option<ResolvedSource>,
+    ) -> Catalog {
+        let mut c = Catalog::new(
+            "c",
+            CatalogSpec {
+                source,
+                priority: 0,
+            },
+        );
+        c.metadata.generation = Some(generation);
+        c.status = Some(CatalogStatus {
+            content_hash: Some(HASH.into()),
+            content_url: Some(URL.into()),
+            observed_generation: Some(status_generation),
+            resolved_source: resolved,
+            conditions: vec![condition(
+                UNPACKED,
+                true,
+                "UnpackSuccessful",
+                "ok",
+                Some(status_generation),
+                Time(at(0)),
+            )],
+            ..Default::default()
+        });
+        c
+    }
+
+    fn served(hash: &str) -> Served {
+        Served {
+            hash: hash.into(),
+            size: 10,
+            since: Time(at(0)),
+        }
+    }
+
+    fn fetch(mode: Mode, announce: bool, next_poll: Option<u64>) -> Plan {
+        Plan::fetch(Fetch {
+            mode,
+            announce,
+            next_poll: next_poll.map(Duration::from_secs),
+        })
+    }
+
+    #[test]
+    fn a_new_catalog_is_fetched_in_full_and_announced() {
+        let mut c = catalog(http_source(None, Some("10m")), 1, 0, None);
+        c.status = None;
+        assert_eq!(
+            plan(&c, None, &Memory::default(), URL, clock(100)),
+            fetch(Mode::Full, true, Some(600))
+        );
+    }
+
+    #[test]
+    fn served_content_of_the_current_spec_waits_for_the_next_poll() {
+        let c = catalog(
+            http_source(None, Some("10m")),
+            1,
+            1,
+            Some(resolved_http("s", 100)),
+        );
+        assert_eq!(
+            plan(&c, Some(&served(HASH)), &Memory::default(), URL, clock(160)),
+            Plan::UpToDate {
+                requeue: Some(Duration::from_secs(540))
+            }
+        );
+    }
+
+    #[test]
+    fn a_due_poll_is_conditional_on_what_was_fetched() {
+        let resolved = resolved_http("s", 100);
+        let c = catalog(http_source(None, Some("10m")), 1, 1, Some(resolved.clone()));
+        assert_eq!(
+            plan(&c, Some(&served(HASH)), &Memory::default(), URL, clock(700)),
+            fetch(Mode::Conditional(resolved), false, Some(600))
+        );
+    }
+
+    #[test]
+    fn without_a_poll_interval_served_content_is_left_alone() {
+        let c = catalog(http_source(None, None), 1, 1, Some(resolved_http("s", 100)));
+        assert_eq!(
+            plan(
+                &c,
+                Some(&served(HASH)),
+                &Memory::default(),
+                URL,
+                clock(99_999)
+            ),
+            Plan::UpToDate { requeue: None }
+        );
+    }
+
+    #[test]
+    fn a_changed_spec_is_fetched_conditionally_and_announced() {
+        // Generation 2 (a new poll interval) against a status of generation 1.
+        let resolved = resolved_http("s", 100);
+        let c = catalog(http_source(None, Some("1h")), 2, 1, Some(resolved.clone()));
+        assert_eq!(
+            plan(&c, Some(&served(HASH)), &Memory::default(), URL, clock(110)),
+            fetch(Mode::Conditional(resolved), true, Some(3600))
+        );
+    }
+
+    #[test]
+    fn a_new_pin_is_checked_against_a_full_download() {
+        let c = catalog(
+            http_source(Some(&"b".repeat(64)), None),
+            2,
+            1,
+            Some(resolved_http("s", 100)),
+        );
+        assert_eq!(
+            plan(&c, Some(&served(HASH)), &Memory::default(), URL, clock(110)),
+            fetch(Mode::Full, true, None)
+        );
+    }
+
+    #[test]
+    fn a_pin_of_the_served_content_is_confirmed_without_asking_the_source() {
+        let pin = "c".repeat(64);
+        let resolved = resolved_http(&pin, 100);
+        // A new generation pinning what is served: confirm, no download.
+        let c = catalog(http_source(Some(&pin), None), 2, 1, Some(resolved.clone()));
+        assert_eq!(
+            plan(&c, Some(&served(HASH)), &Memory::default(), URL, clock(110)),
+            fetch(Mode::Confirm(resolved.clone()), false, None)
+        );
+        // Once the status says so: nothing, ever (pinned content cannot change).
+        let c = catalog(http_source(Some(&pin), Some("5m")), 1, 1, Some(resolved));
+        assert_eq!(
+            plan(
+                &c,
+                Some(&served(HASH)),
+                &Memory::default(),
+                URL,
+                clock(99_999)
+            ),
+            Plan::UpToDate { requeue: None }
+        );
+    }
+
+    #[test]
+    fn content_served_without_a_status_naming_it_is_refetched_conditionally() {
+        // A lost status write: the store serves new content the status does not name, and
+        // catalogd remembers having unpacked it for this spec.
+        let source = http_source(None, Some("10m"));
+        let resolved = resolved_http("t", 200);
+        let c = catalog(source.clone(), 1, 1, Some(resolved_http("s", 100)));
+        let mut memory = Memory::default();
+        memory.succeeded(&source, resolved.clone(), "bbbb".into());
+        assert_eq!(
+            plan(&c, Some(&served("bbbb")), &memory, URL, clock(210)),
+            fetch(Mode::Conditional(resolved), false, Some(600))
+        );
+    }
+
+    #[test]
+    fn a_new_external_address_rewrites_the_status() {
+        let resolved = resolved_http("s", 100);
+        let c = catalog(http_source(None, Some("10m")), 1, 1, Some(resolved.clone()));
+        assert_eq!(
+            plan(
+                &c,
+                Some(&served(HASH)),
+                &Memory::default(),
+                "https://new/catalogs/c/all.json",
+                clock(110)
+            ),
+            fetch(Mode::Conditional(resolved), false, Some(600))
+        );
+    }
+
+    #[test]
+    fn nothing_served_means_a_full_fetch_whatever_the_status_says() {
+        let c = catalog(
+            http_source(None, Some("10m")),
+            1,
+            1,
+            Some(resolved_http("s", 100)),
+        );
+        assert_eq!(
+            plan(&c, None, &Memory::default(), URL, clock(110)),
+            fetch(Mode::Full, false, Some(600))
+        );
+    }
+
+    #[test]
+    fn configmaps_are_always_read_and_compared_by_version() {
+        let resolved = ResolvedSource {
+            type_: Some(SourceType::ConfigMaps),
+            config_maps: Some(vec![]),
+            ..Default::default()
+        };
+        let c = catalog(configmap_source(), 1, 1, Some(resolved.clone()));
+        assert_eq!(
+            plan(&c, Some(&served(HASH)), &Memory::default(), URL, clock(1)),
+            fetch(Mode::Conditional(resolved), false, None)
+        );
+        assert_eq!(
+            plan(&c, None, &Memory::default(), URL, clock(1)),
+            fetch(Mode::Full, false, None)
+        );
+    }
+
+    #[test]
+    fn a_recent_failure_of_the_same_spec_waits_until_its_retry() {
+        let source = http_source(None, None);
+        let c = catalog(source.clone(), 1, 1, None);
+        let now = clock(1);
+        let mut memory = Memory::default();
+        assert_eq!(memory.failed(&source, now.instant), Duration::from_secs(5));
+        assert_eq!(memory.failed(&source, now.instant), Duration::from_secs(10));
+        match plan(&c, None, &memory, URL, now) {
+            Plan::Backoff { wait } => {
+                assert!(wait <= Duration::from_secs(10) && wait > Duration::from_secs(9))
+            }
+            other => panic!("{other:?}"),
+        }
+        // Past the retry time: fetch.
+        let later = Clock {
+            instant: now.instant + Duration::from_secs(11),
+            wall: at(12),
+        };
+        assert!(matches!(
+            plan(&c, None, &memory, URL, later),
+            Plan::Fetch(_)
+        ));
+    }
+
+    #[test]
+    fn a_changed_input_or_spec_cuts_the_backoff_short() {
+        let source = http_source(None, None);
+        let now = clock(1);
+        let mut memory = Memory::default();
+        memory.failed(&source, now.instant);
+        // A Secret or ConfigMap the source reads changed.
+        memory.inputs += 1;
+        let c = catalog(source.clone(), 1, 1, None);
+        assert!(matches!(plan(&c, None, &memory, URL, now), Plan::Fetch(_)));
+        // The spec changed.
+        memory.inputs -= 1;
+        let c = catalog(http_source(None, Some("5m")), 2, 1, None);
+        assert!(matches!(plan(&c, None, &memory, URL, now), Plan::Fetch(_)));
+        // A failure of another spec restarts the count.
+        memory.failed(&http_source(None, Some("5m")), now.instant);
+        assert_eq!(memory.failure.as_ref().unwrap().count, 1);
+    }
+
+    #[test]
+    fn success_forgets_failures() {
+        let source = configmap_source();
+        let mut memory = Memory::default();
+        memory.failed(&source, Instant::now());
+        memory.succeeded(&source, ResolvedSource::default(), HASH.into());
+        assert_eq!(memory.failure, None);
+        assert_eq!(memory.unpacked.unwrap().hash, HASH);
+    }
+
+    #[test]
+    fn sources_this_catalogd_lacks_are_fetched_to_say_why() {
+        let mut c = catalog(configmap_source(), 1, 0, None);
+        c.spec.source.type_ = SourceType::Git;
+        assert_eq!(
+            plan(&c, None, &Memory::default(), URL, clock(1)),
+            fetch(Mode::Full, false, None)
+        );
+    }
+}

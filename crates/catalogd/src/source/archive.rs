@@ -1,0 +1,308 @@
+//! A fetched body as catalog files: a gzip body is a tar archive of an FBC directory; anything
+//! else is a single FBC file. Archives are untrusted: entries that would escape the catalog
+//! (absolute paths, `..`, links pointing outside it) are refused, links inside it stand for
+//! their target's content, and the unpacked size is limited.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+
+use super::{SourceError, reasons};
+
+/// Links followed one after the other before giving up (a loop, or an absurd chain).
+const MAX_LINK_HOPS: usize = 8;
+
+/// The body as `(path, bytes)` files, in walk (path) order. `url` names the source in messages.
+pub fn files(
+    url: &str,
+    body: Vec<u8>,
+    max_bytes: u64,
+) -> Result<Vec<(String, Vec<u8>)>, SourceError> {
+    if !body.starts_with(&[0x1f, 0x8b]) {
+        if body.starts_with(b"PK\x03\x04") || body.get(257..262) == Some(b"ustar") {
+            return Err(SourceError::new(
+                reasons::UNPACK_FAILED,
+                format!(
+                    "{url} is a zip or an uncompressed tar archive; serve an FBC file or a .tar.gz"
+                ),
+            ));
+        }
+        let name = url
+            .rsplit('/')
+            .next()
+            .filter(|n| !n.is_empty())
+            .unwrap_or("catalog")
+            .to_owned();
+        return Ok(vec![(name, body)]);
+    }
+    let archive_error = |e: std::io::Error| {
+        SourceError::new(
+            reasons::UNPACK_FAILED,
+            format!("{url} is gzip, but not a readable .tar.gz: {e}"),
+        )
+    };
+    let escapes = |path: &str, why: &str| {
+        SourceError::new(
+            reasons::UNPACK_FAILED,
+            format!(
+                "{url}: archive entry {path:?} {why}, outside the catalog; refusing the archive"
+            ),
+        )
+    };
+    // Every gzip member (bgzip and concatenated files have several), and a limit on the
+    // unpacked size too, so a small archive cannot expand without bound.
+    let mut tarball = Vec::new();
+    flate2::read::MultiGzDecoder::new(body.as_slice())
+        .take(max_bytes + 1)
+        .read_to_end(&mut tarball)
+        .map_err(archive_error)?;
+    drop(body);
+    if tarball.len() as u64 > max_bytes {
+        return Err(super::too_large(url, max_bytes, "the unpacked archive"));
+    }
+    let mut archive = tar::Archive::new(tarball.as_slice());
+    let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let mut links: Vec<(String, String)> = Vec::new();
+    for entry in archive.entries().map_err(archive_error)? {
+        let mut entry = entry.map_err(archive_error)?;
+        let kind = entry.header().entry_type();
+        let raw = entry
+            .path()
+            .map_err(archive_error)?
+            .to_string_lossy()
+            .into_owned();
+        if raw.starts_with('/') {
+            return Err(escapes(&raw, "has an absolute path"));
+        }
+        let Some(path) = normalize("", &raw) else {
+            return Err(escapes(&raw, "climbs out with .."));
+        };
+        if kind.is_symlink() || kind.is_hard_link() {
+            let target = entry
+                .link_name()
+                .map_err(archive_error)?
+                .map(|t| t.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            // A symlink is relative to its own directory; a hard link names an archive path.
+            let base = if kind.is_symlink() { parent(&path) } else { "" };
+            if target.starts_with('/') {
+                return Err(escapes(
+                    &raw,
+                    &format!("links to the absolute path {target:?}"),
+                ));
+            }
+            let Some(resolved) = normalize(base, &target) else {
+                return Err(escapes(&raw, &format!("links to {target:?}")));
+            };
+            links.push((path, resolved));
+            continue;
+        }
+        if !kind.is_file() {
+            continue;
+        }
+        let size = entry.header().size().map_err(archive_error)?;
+        let mut content = Vec::new();
+        entry.read_to_end(&mut content).map_err(archive_error)?;
+        // A truncated archive must fail, not yield part of a catalog.
+        if content.len() as u64 != size {
+            return Err(SourceError::new(
+                reasons::UNPACK_FAILED,
+                format!(
+                    "{url} is truncated: archive entry {path:?} has {} of its {size} bytes",
+                    content.len()
+                ),
+            ));
+        }
+        files.insert(path, content);
+    }
+    drop(tarball);
+    // Links inside the catalog stand for their target's content (a link to a directory, or to
+    // nothing, adds nothing); they count towards the size limit like any file.
+    let mut total: u64 = files.values().map(|c| c.len() as u64).sum();
+    for (path, target) in &links {
+        let mut target = target.clone();
+        for _ in 0..MAX_LINK_HOPS {
+            match links.iter().find(|(p, _)| *p == target) {
+                Some((_, next)) => target = next.clone(),
+                None => break,
+            }
+        }
+        if let Some(content) = files.get(&target).cloned() {
+            total += content.len() as u64;
+            if total > max_bytes {
+                return Err(super::too_large(url, max_bytes, "the unpacked archive"));
+            }
+            files.insert(path.clone(), content);
+        }
+    }
+    Ok(files.into_iter().collect())
+}
+
+/// `path` joined to `base` (a directory inside the catalog, "" for its root) with `.` and `..`
+/// resolved; `None` when it climbs above the root.
+fn normalize(base: &str, path: &str) -> Option<String> {
+    let mut parts: Vec<&str> = base.split('/').filter(|p| !p.is_empty()).collect();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            p => parts.push(p),
+        }
+    }
+    Some(parts.join("/"))
+}
+
+fn parent(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(dir, _)| dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tar.gz written header by header: `tar::Builder` itself refuses the hostile paths and
+    /// links these tests need.
+    fn tar_gz(entries: &[(&str, tar::EntryType, &[u8], &str)]) -> Vec<u8> {
+        let mut tar = Vec::new();
+        for (path, kind, data, link) in entries {
+            let mut header = tar::Header::new_gnu();
+            header.set_entry_type(*kind);
+            header.set_size(data.len() as u64);
+            header.set_mode(0o644);
+            header.as_old_mut().name[..path.len()].copy_from_slice(path.as_bytes());
+            header.as_old_mut().linkname[..link.len()].copy_from_slice(link.as_bytes());
+            header.set_cksum();
+            tar.extend_from_slice(header.as_bytes());
+            tar.extend_from_slice(data);
+            tar.resize(tar.len().div_ceil(512) * 512, 0);
+        }
+        tar.resize(tar.len() + 1024, 0);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        std::io::Write::write_all(&mut gz, &tar).unwrap();
+        gz.finish().unwrap()
+    }
+
+    fn file(
+        path: &'static str,
+        data: &'static [u8],
+    ) -> (&'static str, tar::EntryType, &'static [u8], &'static str) {
+        (path, tar::EntryType::Regular, data, "")
+    }
+
+    fn symlink(
+        path: &'static str,
+        target: &'static str,
+    ) -> (&'static str, tar::EntryType, &'static [u8], &'static str) {
+        (path, tar::EntryType::Symlink, b"", target)
+    }
+
+    #[test]
+    fn a_tar_gz_becomes_files_in_walk_order() {
+        let body = tar_gz(&[file("./b/catalog.yaml", b"b"), file("a.json", b"a")]);
+        assert_eq!(
+            files("u", body, 1 << 20).unwrap(),
+            vec![
+                ("a.json".into(), b"a".to_vec()),
+                ("b/catalog.yaml".into(), b"b".to_vec())
+            ]
+        );
+    }
+
+    #[test]
+    fn an_archive_that_expands_past_the_limit_is_too_large() {
+        let big = vec![b' '; 100_000];
+        let body = tar_gz(&[("big.json", tar::EntryType::Regular, &big, "")]);
+        let err = files("u", body, 50_000).unwrap_err();
+        assert_eq!(err.reason, reasons::CONTENT_TOO_LARGE);
+        assert!(err.message.contains("unpacked archive"), "{}", err.message);
+    }
+
+    #[test]
+    fn a_truncated_archive_fails() {
+        let data = vec![b'x'; 10_000];
+        let mut body = tar_gz(&[("a.json", tar::EntryType::Regular, &data, "")]);
+        body.truncate(body.len() / 2);
+        assert_eq!(
+            files("u", body, 1 << 20).unwrap_err().reason,
+            reasons::UNPACK_FAILED
+        );
+    }
+
+    #[test]
+    fn entries_escaping_the_catalog_are_refused() {
+        for (entries, why) in [
+            (vec![file("../x", b"x")], "climbs out with .."),
+            (vec![file("a/../../x", b"x")], "climbs out with .."),
+            (vec![file("/etc/passwd", b"x")], "has an absolute path"),
+            (
+                vec![symlink("a.json", "/etc/passwd")],
+                "links to the absolute path",
+            ),
+            (
+                vec![symlink("dir/a.json", "../../secret")],
+                "links to \"../../secret\"",
+            ),
+            (
+                vec![("h.json", tar::EntryType::Link, b"" as &[u8], "../outside")],
+                "links to",
+            ),
+        ] {
+            let err = files("u", tar_gz(&entries), 1 << 20).unwrap_err();
+            assert_eq!(err.reason, reasons::UNPACK_FAILED);
+            assert!(err.message.contains(why), "{why}: {}", err.message);
+            assert!(
+                err.message.contains("outside the catalog"),
+                "{}",
+                err.message
+            );
+        }
+    }
+
+    #[test]
+    fn links_inside_the_catalog_stand_for_their_target() {
+        let body = tar_gz(&[
+            file("real/catalog.json", b"{}"),
+            symlink("alias/catalog.json", "../real/catalog.json"),
+            symlink("chain.json", "alias/catalog.json"),
+            symlink("dangling.json", "missing.json"),
+            ("hard.json", tar::EntryType::Link, b"", "real/catalog.json"),
+        ]);
+        let names: Vec<String> = files("u", body, 1 << 20)
+            .unwrap()
+            .into_iter()
+            .map(|(n, c)| {
+                assert_eq!(c, b"{}");
+                n
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "alias/catalog.json",
+                "chain.json",
+                "hard.json",
+                "real/catalog.json"
+            ]
+        );
+    }
+
+    #[test]
+    fn links_count_towards_the_size_limit() {
+        let data = vec![b' '; 30_000];
+        let body = tar_gz(&[
+            ("a.json", tar::EntryType::Regular, &data, ""),
+            symlink("b.json", "a.json"),
+        ]);
+        assert_eq!(
+            files("u", body, 50_000).unwrap_err().reason,
+            reasons::CONTENT_TOO_LARGE
+        );
+    }
+
+    #[test]
+    fn zips_and_plain_tars_are_named() {
+        let err = files("u", b"PK\x03\x04rest".to_vec(), 1 << 20).unwrap_err();
+        assert!(err.message.contains("zip"), "{}", err.message);
+    }
+}
