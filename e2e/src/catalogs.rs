@@ -61,6 +61,29 @@ pub async fn create_catalog(
     Ok(api)
 }
 
+/// Puts `content` in the ConfigMap `cm`, creates the Catalog `name` reading it, and waits until
+/// it is unpacked.
+pub async fn unpacked_configmap_catalog(
+    ctx: &TestContext,
+    name: &str,
+    cm: &str,
+    content: &str,
+) -> Result<(Api<Catalog>, Catalog)> {
+    put_catalog_configmap(ctx, cm, content).await?;
+    let api = create_catalog(ctx, name, configmap_source(cm)).await?;
+    let catalog = wait_unpacked(&api, name, None).await?;
+    Ok((api, catalog))
+}
+
+/// The message of the Catalog's `Unpacked` condition (empty when it has none).
+pub fn unpacked_message(c: &Catalog) -> String {
+    c.status
+        .as_ref()
+        .and_then(|s| find_condition(&s.conditions, "Unpacked"))
+        .map(|u| u.message.clone())
+        .unwrap_or_default()
+}
+
 /// A `configMaps` source reading the ConfigMap `cm` of catalogd's namespace.
 pub fn configmap_source(cm: &str) -> serde_json::Value {
     json!({"type": "configMaps", "configMaps": [{"configMap": {"name": cm}}]})

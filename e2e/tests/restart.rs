@@ -7,7 +7,7 @@ use kube::api::{DeleteParams, Patch, PatchParams};
 use olm_api::conditions::find_condition;
 use olm_e2e::catalogs::{
     DEADLINE, configmap_source, create_catalog, example_catalog, put_catalog_configmap, status,
-    wait_reason, wait_unpacked,
+    unpacked_configmap_catalog, wait_reason, wait_unpacked,
 };
 use olm_e2e::context::TestContext;
 use olm_e2e::manager::catalogd;
@@ -18,13 +18,9 @@ async fn catalogd_restarts_serve_only_what_belongs_to_each_catalog() {
     let ctx = TestContext::new("restart").await.unwrap();
     let cd = catalogd().unwrap();
     let (name, cm) = (ctx.name("cat"), ctx.name("cat-cm"));
-    put_catalog_configmap(&ctx, &cm, &example_catalog("0.1.0"))
+    let (api, first) = unpacked_configmap_catalog(&ctx, &name, &cm, &example_catalog("0.1.0"))
         .await
         .unwrap();
-    let api = create_catalog(&ctx, &name, configmap_source(&cm))
-        .await
-        .unwrap();
-    let first = wait_unpacked(&api, &name, None).await.unwrap();
     let url = first.status.unwrap().content_url.unwrap();
     assert_eq!(reqwest::get(&url).await.unwrap().status(), 200);
 

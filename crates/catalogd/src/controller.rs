@@ -90,6 +90,18 @@ pub fn readers(
         .collect()
 }
 
+/// What a watch event says of the watch's health: healthy once its (re)list is done or a
+/// change arrives, broken on an error (until it has re-listed), nothing while re-listing.
+pub fn readiness_after<K>(event: &Result<watcher::Event<K>, watcher::Error>) -> Option<bool> {
+    match event {
+        Ok(watcher::Event::InitDone | watcher::Event::Apply(_) | watcher::Event::Delete(_)) => {
+            Some(true)
+        }
+        Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => None,
+        Err(_) => Some(false),
+    }
+}
+
 /// Builds the controller and its context. `config_map_namespaces` are the namespaces whose
 /// ConfigMaps Catalogs may read (catalogd's own first); `ready` follows the Catalog watch.
 pub fn build(
@@ -296,6 +308,19 @@ mod tests {
             ["web"]
         );
         assert!(readers(&all, "olm", Input::Secret { name: "cm" }).is_empty());
+    }
+
+    #[test]
+    fn readiness_follows_the_watch_not_only_its_first_list() {
+        let c = (*catalog("c", empty(SourceType::Http))).clone();
+        let ok = |e: watcher::Event<Catalog>| readiness_after(&Ok(e));
+        assert_eq!(ok(watcher::Event::Init), None);
+        assert_eq!(ok(watcher::Event::InitApply(c.clone())), None);
+        assert_eq!(ok(watcher::Event::InitDone), Some(true));
+        assert_eq!(ok(watcher::Event::Apply(c.clone())), Some(true));
+        assert_eq!(ok(watcher::Event::Delete(c)), Some(true));
+        let broken: Result<watcher::Event<Catalog>, _> = Err(watcher::Error::NoResourceVersion);
+        assert_eq!(readiness_after(&broken), Some(false));
     }
 
     #[test]

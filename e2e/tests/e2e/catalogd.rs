@@ -12,7 +12,8 @@ use olm_api::catalog::Phase;
 use olm_api::conditions::find_condition;
 use olm_e2e::catalogs::{
     DEADLINE, configmap_source, create_catalog, example_catalog, metric, put_catalog_configmap,
-    put_configmap, status, wait_reason, wait_unpacked,
+    put_configmap, status, unpacked_configmap_catalog, unpacked_message, wait_reason,
+    wait_unpacked,
 };
 use olm_e2e::context::TestContext;
 use olm_e2e::manager::{OLM_NAMESPACE, catalogd};
@@ -67,13 +68,9 @@ async fn a_configmap_catalog_is_unpacked_and_served() {
         .await
         .unwrap();
     let reconciles_before = reconciles(admin).await;
-    put_catalog_configmap(&ctx, &cm, &example_catalog("0.1.0"))
+    let (api, c) = unpacked_configmap_catalog(&ctx, &name, &cm, &example_catalog("0.1.0"))
         .await
         .unwrap();
-    let api = create_catalog(&ctx, &name, configmap_source(&cm))
-        .await
-        .unwrap();
-    let c = wait_unpacked(&api, &name, None).await.unwrap();
     let s = c.status.unwrap();
     let hash = s.content_hash.clone().unwrap();
     assert_eq!(hash.len(), 64);
@@ -147,13 +144,9 @@ async fn invalid_content_keeps_the_old_content_served_with_the_reason_and_an_eve
     let cd = catalogd().unwrap();
     let admin = cd.admin_url.as_str();
     let (name, cm) = (ctx.name("inv"), ctx.name("inv-cm"));
-    put_catalog_configmap(&ctx, &cm, &example_catalog("0.1.0"))
+    let (api, good) = unpacked_configmap_catalog(&ctx, &name, &cm, &example_catalog("0.1.0"))
         .await
         .unwrap();
-    let api = create_catalog(&ctx, &name, configmap_source(&cm))
-        .await
-        .unwrap();
-    let good = wait_unpacked(&api, &name, None).await.unwrap();
     let good_status = good.status.unwrap();
     let hash = good_status.content_hash.unwrap();
     let url = good_status.content_url.unwrap();
@@ -286,13 +279,9 @@ async fn deleting_a_catalog_removes_its_content() {
     let ctx = TestContext::new("cd-delete").await.unwrap();
     let cd = catalogd().unwrap();
     let (name, cm) = (ctx.name("gone"), ctx.name("gone-cm"));
-    put_catalog_configmap(&ctx, &cm, &example_catalog("0.1.0"))
+    let (api, c) = unpacked_configmap_catalog(&ctx, &name, &cm, &example_catalog("0.1.0"))
         .await
         .unwrap();
-    let api = create_catalog(&ctx, &name, configmap_source(&cm))
-        .await
-        .unwrap();
-    let c = wait_unpacked(&api, &name, None).await.unwrap();
     let url = c.status.unwrap().content_url.unwrap();
     assert!(cd.storage.join(&name).exists());
     api.delete(&name, &DeleteParams::default()).await.unwrap();
@@ -533,10 +522,7 @@ async fn a_catalog_of_many_tiny_broken_blobs_fails_with_a_bounded_message() {
         .await
         .unwrap();
     let c = wait_reason(&api, &name, "InvalidContent").await.unwrap();
-    let message = find_condition(&c.status.unwrap().conditions, "Unpacked")
-        .unwrap()
-        .message
-        .clone();
+    let message = unpacked_message(&c);
     assert!(message.ends_with("and 499995 more problems"), "{message}");
     assert!(
         message.contains("catalog.json:1: the blob has no \"schema\""),
@@ -582,10 +568,7 @@ async fn a_secret_is_a_credential_only_once_it_opts_in() {
     .await
     .unwrap();
     let c = wait_reason(&api, &name, "SecretNotOptedIn").await.unwrap();
-    let message = find_condition(&c.status.unwrap().conditions, "Unpacked")
-        .unwrap()
-        .message
-        .clone();
+    let message = unpacked_message(&c);
     assert!(
         message.contains("olm-rs.io/catalog-credential=true") && message.contains(&secret),
         "{message}"
@@ -657,10 +640,7 @@ async fn configmap_content_is_limited_and_honours_indexignore() {
     let c = wait_reason(&big_api, &big, "ContentTooLarge")
         .await
         .unwrap();
-    let message = find_condition(&c.status.unwrap().conditions, "Unpacked")
-        .unwrap()
-        .message
-        .clone();
+    let message = unpacked_message(&c);
     assert!(message.contains("--max-content-bytes"), "{message}");
     ctx.cleanup().await.unwrap();
 }
@@ -717,13 +697,9 @@ async fn other_managers_status_fields_survive_catalogd_writes() {
     let ctx = TestContext::new("cd-ssa").await.unwrap();
     catalogd().unwrap();
     let (name, cm) = (ctx.name("ssa"), ctx.name("ssa-cm"));
-    put_catalog_configmap(&ctx, &cm, &example_catalog("0.1.0"))
+    let (api, first) = unpacked_configmap_catalog(&ctx, &name, &cm, &example_catalog("0.1.0"))
         .await
         .unwrap();
-    let api = create_catalog(&ctx, &name, configmap_source(&cm))
-        .await
-        .unwrap();
-    let first = wait_unpacked(&api, &name, None).await.unwrap();
     let first = first.status.unwrap().content_hash.unwrap();
     api.patch_status(
         &name,
