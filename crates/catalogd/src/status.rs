@@ -348,6 +348,37 @@ mod tests {
     }
 
     #[test]
+    fn waiting_for_the_budget_is_progress_not_a_failure() {
+        let good = next_status(
+            &catalog(1, None),
+            &unpacked(),
+            Some(&served("h")),
+            "u",
+            &at(10),
+        );
+        let pending = Outcome::Pending {
+            message: "fetched 10 bytes; waiting".into(),
+        };
+        let s = next_status(
+            &catalog(2, Some(good.clone())),
+            &pending,
+            Some(&served("h")),
+            "u",
+            &at(20),
+        );
+        let u = find_condition(&s.conditions, UNPACKED).unwrap();
+        assert_eq!(
+            (u.status.as_str(), u.reason.as_str()),
+            ("False", reasons::UNPACK_PENDING)
+        );
+        assert_eq!(s.phase, Some(Phase::Unpacking));
+        // Not yet an answer for generation 2, and the served content is still described.
+        assert_eq!(s.observed_generation, Some(1));
+        assert_eq!(s.content_hash.as_deref(), Some("h"));
+        assert_eq!(transition_event(Some(&good), &s), None);
+    }
+
+    #[test]
     fn other_managers_conditions_are_kept() {
         let mut st = CatalogStatus::default();
         st.conditions.push(condition(

@@ -29,6 +29,7 @@
 mod compressor;
 mod gzip;
 mod index;
+mod render;
 
 use std::collections::HashMap;
 use std::fs::{self, File};
@@ -40,10 +41,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
 use olm_resolver::fbc::Fbc;
-use olm_resolver::fbc::model::render_blob;
-use sha2::{Digest, Sha256};
 
 pub use index::{Index, IndexBuilder, IndexEntry, IndexError, MetasFilter, Span};
+pub use render::Rendered;
 
 /// The canonical content file.
 pub const ALL_JSON: &str = "all.json";
@@ -56,8 +56,6 @@ const CURRENT: &str = "current";
 /// Prefix of everything written before it is complete. Catalog names (DNS-1123) and hashes
 /// (hex) never start with a dot, so these never collide with content.
 const TMP_PREFIX: &str = ".tmp-";
-/// Content at least this large is rendered on two threads.
-const PARALLEL_RENDER_BYTES: usize = 4 << 20;
 /// How often a read re-resolves `current` when a concurrent put removed what it pointed at.
 const RESOLVE_ATTEMPTS: usize = 5;
 /// The gzip level of `all.json.gz`: content is compressed once per change, in the background,
@@ -126,102 +124,6 @@ pub struct Stored {
     /// When this content was first stored (mtime of its `all.json`); putting the same content
     /// again does not change it.
     pub last_modified: SystemTime,
-}
-
-/// Content rendered in canonical form with its index, ready to store. Building it is the CPU
-/// part of a put (render + sha256), so callers can do it first, e.g. to compare the hash with
-/// the one already served.
-#[derive(Debug)]
-pub struct Rendered {
-    bytes: Vec<u8>,
-    index: Index,
-    hash: String,
-}
-
-impl Rendered {
-    /// Renders every blob of `fbc` (byte-equal to [`Fbc::render`]). Large catalogs are
-    /// rendered in two halves on two threads, the first half hashed while the second renders.
-    pub fn from_fbc(fbc: &Fbc) -> Result<Self, StoreError> {
-        let blobs = &fbc.blobs;
-        let parallel = std::thread::available_parallelism().map_or(1, usize::from) > 1
-            && blobs.text_len() >= PARALLEL_RENDER_BYTES;
-        // Split where half the text is, not half the blobs: blob sizes vary a lot.
-        let split = if parallel {
-            let half = blobs.text_len() / 2;
-            let mut seen = 0;
-            blobs
-                .iter()
-                .position(|b| {
-                    seen += b.raw.len();
-                    seen >= half
-                })
-                .map_or(blobs.len(), |i| i + 1)
-        } else {
-            blobs.len()
-        };
-        let render = |from: usize, to: usize| {
-            let mut bytes = Vec::with_capacity(
-                blobs
-                    .iter()
-                    .skip(from)
-                    .take(to - from)
-                    .map(|b| b.raw.len() + 1)
-                    .sum(),
-            );
-            let mut lengths = Vec::with_capacity(to - from);
-            for blob in blobs.iter().skip(from).take(to - from) {
-                let start = bytes.len();
-                render_blob(blob.raw, &mut bytes);
-                lengths.push((bytes.len() - start) as u64);
-            }
-            (bytes, lengths)
-        };
-        let ((mut bytes, mut lengths, hasher), (rest, rest_lengths)) = std::thread::scope(|s| {
-            let second = (split < blobs.len()).then(|| s.spawn(|| render(split, blobs.len())));
-            let (bytes, lengths) = render(0, split);
-            let mut hasher = Sha256::new();
-            hasher.update(&bytes);
-            let rest = match second.map(|h| h.join()) {
-                Some(Ok(rest)) => rest,
-                // The second thread panicked (it cannot): render its half here.
-                Some(Err(_)) => render(split, blobs.len()),
-                None => (Vec::new(), Vec::new()),
-            };
-            ((bytes, lengths, hasher), rest)
-        });
-        let mut hasher = hasher;
-        hasher.update(&rest);
-        bytes.extend_from_slice(&rest);
-        drop(rest);
-        lengths.extend(rest_lengths);
-        let mut index = IndexBuilder::new();
-        for (blob, length) in blobs.iter().zip(lengths) {
-            index
-                .push(blob.schema, blob.package, blob.name, length)
-                .map_err(|e| StoreError::TooLarge(e.to_string()))?;
-        }
-        let hash = hex(&hasher.finalize());
-        Ok(Self {
-            bytes,
-            index: index.finish(),
-            hash,
-        })
-    }
-
-    /// The canonical JSON lines.
-    pub fn bytes(&self) -> &[u8] {
-        &self.bytes
-    }
-
-    /// The index of the lines.
-    pub fn index(&self) -> &Index {
-        &self.index
-    }
-
-    /// sha256 (hex) of [`Rendered::bytes`].
-    pub fn hash(&self) -> &str {
-        &self.hash
-    }
 }
 
 /// Which file of the content to open.
@@ -322,7 +224,7 @@ impl Store {
         if current.as_deref() == Some(hash.as_str()) && same_owner {
             match stat_stored(&hash_dir, &hash) {
                 Ok(stored) => {
-                    self.cache_index(catalog, &hash, rendered.index);
+                    self.cache_index(catalog, &hash, rendered.into_index());
                     return Ok(stored);
                 }
                 // `current` names a missing directory: rewrite it below.
@@ -361,7 +263,7 @@ impl Store {
         }
         sync_dir(&catalog_dir)?;
         let stored = stat_stored(&hash_dir, &hash)?;
-        self.cache_index(catalog, &hash, rendered.index);
+        self.cache_index(catalog, &hash, rendered.into_index());
         // The new content is live: failing to remove the old one must not fail the put.
         remove_all_but(&catalog_dir, &[CURRENT, &hash]);
         self.compressor.enqueue(catalog, &hash);
@@ -582,10 +484,6 @@ impl Store {
         }
         Ok(())
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Per-catalog locks.

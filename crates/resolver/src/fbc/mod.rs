@@ -1,10 +1,12 @@
 //! File-Based Catalogs: decoding, the model, the canonical form, and validation.
 
+mod blobs;
 pub mod canonical;
 pub mod decode;
 pub mod load;
 mod meta;
 pub mod model;
+mod problems;
 pub mod property;
 pub mod validate;
 

@@ -1,0 +1,116 @@
+//! The CPU part of storing content: rendering it in canonical form, hashing it, and indexing
+//! its lines, on two threads for large catalogs.
+
+use olm_resolver::fbc::Fbc;
+use olm_resolver::fbc::model::render_blob;
+use sha2::{Digest, Sha256};
+
+use super::{Index, IndexBuilder, StoreError};
+
+/// Content at least this large is rendered on two threads.
+const PARALLEL_RENDER_BYTES: usize = 4 << 20;
+
+/// Content rendered in canonical form with its index, ready to store. Building it is the CPU
+/// part of a put (render + sha256), so callers can do it first, e.g. to compare the hash with
+/// the one already served.
+#[derive(Debug)]
+pub struct Rendered {
+    bytes: Vec<u8>,
+    index: Index,
+    hash: String,
+}
+
+impl Rendered {
+    /// Renders every blob of `fbc` (byte-equal to [`Fbc::render`]). Large catalogs are
+    /// rendered in two halves on two threads, the first half hashed while the second renders.
+    pub fn from_fbc(fbc: &Fbc) -> Result<Self, StoreError> {
+        let blobs = &fbc.blobs;
+        let parallel = std::thread::available_parallelism().map_or(1, usize::from) > 1
+            && blobs.text_len() >= PARALLEL_RENDER_BYTES;
+        // Split where half the text is, not half the blobs: blob sizes vary a lot.
+        let split = if parallel {
+            let half = blobs.text_len() / 2;
+            let mut seen = 0;
+            blobs
+                .iter()
+                .position(|b| {
+                    seen += b.raw.len();
+                    seen >= half
+                })
+                .map_or(blobs.len(), |i| i + 1)
+        } else {
+            blobs.len()
+        };
+        let render = |from: usize, to: usize| {
+            let mut bytes = Vec::with_capacity(
+                blobs
+                    .iter()
+                    .skip(from)
+                    .take(to - from)
+                    .map(|b| b.raw.len() + 1)
+                    .sum(),
+            );
+            let mut lengths = Vec::with_capacity(to - from);
+            for blob in blobs.iter().skip(from).take(to - from) {
+                let start = bytes.len();
+                render_blob(blob.raw, &mut bytes);
+                lengths.push((bytes.len() - start) as u64);
+            }
+            (bytes, lengths)
+        };
+        let ((mut bytes, mut lengths, hasher), (rest, rest_lengths)) = std::thread::scope(|s| {
+            let second = (split < blobs.len()).then(|| s.spawn(|| render(split, blobs.len())));
+            let (bytes, lengths) = render(0, split);
+            let mut hasher = Sha256::new();
+            hasher.update(&bytes);
+            let rest = match second.map(|h| h.join()) {
+                Some(Ok(rest)) => rest,
+                // The second thread panicked (it cannot): render its half here.
+                Some(Err(_)) => render(split, blobs.len()),
+                None => (Vec::new(), Vec::new()),
+            };
+            ((bytes, lengths, hasher), rest)
+        });
+        let mut hasher = hasher;
+        hasher.update(&rest);
+        bytes.extend_from_slice(&rest);
+        drop(rest);
+        lengths.extend(rest_lengths);
+        let mut index = IndexBuilder::new();
+        for (blob, length) in blobs.iter().zip(lengths) {
+            index
+                .push(blob.schema, blob.package, blob.name, length)
+                .map_err(|e| StoreError::TooLarge(e.to_string()))?;
+        }
+        let hash = hex(&hasher.finalize());
+        Ok(Self {
+            bytes,
+            index: index.finish(),
+            hash,
+        })
+    }
+
+    /// The canonical JSON lines.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The index of the lines.
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// The index, for the store to keep (the bytes are written, the index is cached).
+    pub(crate) fn into_index(self) -> Index {
+        self.index
+    }
+
+    /// sha256 (hex) of [`Rendered::bytes`].
+    pub fn hash(&self) -> &str {
+        &self.hash
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
