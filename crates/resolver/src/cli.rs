@@ -107,9 +107,9 @@ fn validate(dir: &Path) -> Output {
     }
 }
 
-/// Renders in two passes over the files, one file in memory at a time: the first checks every
-/// blob (so nothing is printed for an invalid catalog), the second prints each blob's
-/// canonical line as it is read.
+/// Renders in two passes over the files, one file's bytes in memory at a time and no model:
+/// the first checks every blob (so nothing is printed for an invalid catalog), the second
+/// prints each blob's canonical line as it is read.
 fn render(dir: &Path, stdout: &mut dyn std::io::Write) -> Output {
     let files = match fbc::load::catalog_files(dir) {
         Ok(files) => files,
@@ -117,8 +117,11 @@ fn render(dir: &Path, stdout: &mut dyn std::io::Write) -> Output {
     };
     let mut problems = Problems::new();
     for file in &files {
-        if let Err(more) = fbc::load::load_path(file) {
-            problems.extend(more);
+        match std::fs::read(file) {
+            Ok(bytes) => {
+                problems.extend(fbc::load::check_file(&file.display().to_string(), &bytes))
+            }
+            Err(e) => problems.push(bad_input(file, None, e.to_string())),
         }
     }
     if !problems.is_empty() {

@@ -139,12 +139,18 @@ fn validate_and_render() {
         "{\"defaultChannel\":\"stable\",\"name\":\"foo\",\"schema\":\"olm.package\"}\n"
     ));
     std::fs::write(
-        Path::new(&catalog).join("bad.json"),
+        Path::new(&catalog).join("zz-bad.json"),
         "{\"schema\": \"olm.bundle\", \"name\": 3}",
     )
     .unwrap();
     let (code, _, stderr) = olm_resolve(&["validate", &catalog]);
     assert_eq!(code, 1);
+    assert!(stderr.contains("bad.json:1:"), "{stderr}");
+    // Render streams, but checks every file first: nothing is printed for a broken catalog,
+    // even though the broken file comes after a good one.
+    let (code, stdout, stderr) = olm_resolve(&["render", &catalog]);
+    assert_eq!(code, 1);
+    assert_eq!(stdout, "");
     assert!(stderr.contains("bad.json:1:"), "{stderr}");
     let (code, _, stderr) = olm_resolve(&["frobnicate"]);
     assert_eq!(code, 2, "{stderr}");

@@ -41,32 +41,37 @@ impl Rendered {
         } else {
             blobs.len()
         };
-        let render = |from: usize, to: usize| {
-            let mut bytes = Vec::with_capacity(
-                blobs
-                    .iter()
-                    .skip(from)
-                    .take(to - from)
-                    .map(|b| b.raw.len() + 1)
-                    .sum(),
-            );
-            let mut lengths = Vec::with_capacity(to - from);
+        let estimate = |from: usize, to: usize| -> usize {
+            blobs
+                .iter()
+                .skip(from)
+                .take(to - from)
+                .map(|b| b.raw.len() + 1)
+                .sum()
+        };
+        // The first half's buffer has room for the whole rendering (canonical JSON is about
+        // the size of the text read), so appending the second half does not copy the first.
+        let render = |from: usize, to: usize, capacity: usize| {
+            let mut bytes = Vec::with_capacity(capacity);
+            let mut lengths: Vec<u32> = Vec::with_capacity(to - from);
             for blob in blobs.iter().skip(from).take(to - from) {
                 let start = bytes.len();
                 render_blob(blob.raw, &mut bytes);
-                lengths.push((bytes.len() - start) as u64);
+                lengths.push(u32::try_from(bytes.len() - start).unwrap_or(u32::MAX));
             }
             (bytes, lengths)
         };
+        let total = estimate(0, blobs.len());
         let ((mut bytes, mut lengths, hasher), (rest, rest_lengths)) = std::thread::scope(|s| {
-            let second = (split < blobs.len()).then(|| s.spawn(|| render(split, blobs.len())));
-            let (bytes, lengths) = render(0, split);
+            let second = (split < blobs.len())
+                .then(|| s.spawn(|| render(split, blobs.len(), estimate(split, blobs.len()))));
+            let (bytes, lengths) = render(0, split, total);
             let mut hasher = Sha256::new();
             hasher.update(&bytes);
             let rest = match second.map(|h| h.join()) {
                 Some(Ok(rest)) => rest,
                 // The second thread panicked (it cannot): render its half here.
-                Some(Err(_)) => render(split, blobs.len()),
+                Some(Err(_)) => render(split, blobs.len(), 0),
                 None => (Vec::new(), Vec::new()),
             };
             ((bytes, lengths, hasher), rest)
@@ -79,7 +84,7 @@ impl Rendered {
         let mut index = IndexBuilder::new();
         for (blob, length) in blobs.iter().zip(lengths) {
             index
-                .push(blob.schema, blob.package, blob.name, length)
+                .push(blob.schema, blob.package, blob.name, u64::from(length))
                 .map_err(|e| StoreError::TooLarge(e.to_string()))?;
         }
         let hash = hex(&hasher.finalize());

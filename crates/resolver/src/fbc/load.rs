@@ -122,6 +122,22 @@ where
     }
 }
 
+/// Checks the blobs of one file as [`load_files`] would, keeping none of them: every problem is
+/// reported, and memory stays that of the file's bytes (for streaming a catalog file by file).
+pub fn check_file(name: &str, bytes: &[u8]) -> Problems {
+    let mut scratch = Fbc::default();
+    let file: Arc<str> = Arc::from(name);
+    let id = scratch.blobs.add_file(file.clone());
+    let mut problems = Problems::new();
+    let decoded = decode_with(bytes, &mut |json, line| {
+        scratch.check_json(json, id, line, &mut problems);
+    });
+    if let Err(e) = decoded {
+        problems.push(Problem::at(&Origin { file, line: e.line }, e.message));
+    }
+    problems
+}
+
 /// The `.indexignore` files among in-memory files.
 struct IndexIgnore {
     /// (directory prefix with trailing `/`, or "" for the root; its rules)

@@ -285,6 +285,23 @@ impl Fbc {
         }
     }
 
+    /// Checks one blob as [`Fbc::push_json`] would, without keeping it.
+    pub(crate) fn check_json(
+        &mut self,
+        json: &str,
+        file: u32,
+        line: usize,
+        problems: &mut Problems,
+    ) {
+        if let Err(message) = self.add(json, file, line, false) {
+            let origin = Origin {
+                file: self.blobs.file(file),
+                line,
+            };
+            problems.push(Problem::at(&origin, message));
+        }
+    }
+
     fn add(&mut self, raw: &str, file: u32, line: usize, keep: bool) -> Result<(), String> {
         let fields = super::meta::read(raw)?;
         let schema = fields.schema.as_deref().unwrap_or_default();
