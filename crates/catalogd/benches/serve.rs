@@ -158,7 +158,10 @@ fn main() -> Result<(), Box<dyn Error>> {
         let input = generate(&SynthConfig::default());
         let fbc = load_files([("catalog.json", input.as_slice())])
             .map_err(|p| format!("{} problems: {:?}", p.len(), p.first()))?;
-        Store::open(dir)?.put("synthetic", "uid", &fbc)?;
+        let store = Store::open(dir)?;
+        store.put("synthetic", "uid", &fbc)?;
+        // all.json.gz is made in the background: wait for it before this process exits.
+        store.flush();
         return Ok(());
     }
     let dir = tempfile::tempdir()?;
