@@ -16,20 +16,11 @@ use crate::plan::Memory;
 use crate::source::Sources;
 use crate::store::Store;
 
-/// Everything a reconcile needs.
+/// Everything a reconcile needs: the [`Parts`] it is built from, and what the controller
+/// adds.
 pub struct Context {
-    /// API client.
-    pub client: Client,
-    /// The content store.
-    pub store: Arc<Store>,
-    /// The sources.
-    pub sources: Sources,
-    /// catalogd_* metrics.
-    pub metrics: CatalogdMetrics,
-    /// Events.
-    pub events: EventPublisher,
-    /// Base URL of the content server as clients reach it (for `contentURL`).
-    pub external_address: String,
+    /// Clients, store, sources, metrics, events.
+    pub parts: Parts,
     /// What catalogd remembers of each Catalog, shared with the watches that bump its inputs.
     pub memory: Arc<Memories>,
     /// The budget of bytes being unpacked at once.
@@ -50,7 +41,7 @@ pub struct Parts {
     pub metrics: CatalogdMetrics,
     /// Events.
     pub events: EventPublisher,
-    /// Base URL of the content server.
+    /// Base URL of the content server as clients reach it (for `contentURL`).
     pub external_address: String,
     /// Bytes that may be unpacked at once.
     pub unpack_budget_bytes: u64,
@@ -61,14 +52,9 @@ impl Context {
     /// `memory`.
     pub fn new(parts: Parts, catalogs: Reflector<Catalog>, memory: Arc<Memories>) -> Self {
         Self {
-            client: parts.client,
-            store: parts.store,
-            sources: parts.sources,
-            metrics: parts.metrics,
-            events: parts.events,
-            external_address: parts.external_address,
-            memory,
             budget: UnpackBudget::new(parts.unpack_budget_bytes),
+            parts,
+            memory,
             catalogs,
         }
     }
@@ -77,7 +63,7 @@ impl Context {
     pub fn content_url(&self, name: &str) -> String {
         format!(
             "{}/catalogs/{name}/all.json",
-            self.external_address.trim_end_matches('/')
+            self.parts.external_address.trim_end_matches('/')
         )
     }
 
@@ -103,7 +89,11 @@ impl Context {
             *counts.entry(phase).or_default() += 1;
         }
         for (phase, n) in counts {
-            self.metrics.catalogs.with_label_values(&[phase]).set(n);
+            self.parts
+                .metrics
+                .catalogs
+                .with_label_values(&[phase])
+                .set(n);
         }
     }
 }

@@ -172,7 +172,7 @@ async fn reconcile(
 ) -> Result<Action, kube::runtime::finalizer::Error<Error>> {
     let (ctx, metrics) = (&ctx.0, &ctx.1);
     let timer = metrics.reconcile_timer(CONTROLLER);
-    let api: Api<Catalog> = Api::all(ctx.client.clone());
+    let api: Api<Catalog> = Api::all(ctx.parts.client.clone());
     let span = tracing::info_span!("reconcile", catalog = %catalog.name_any());
     let result = finalizer(&api, FINALIZER, catalog, |event| async move {
         match event {

@@ -76,7 +76,7 @@ fn served_of(s: &Stored) -> Served {
 /// name left behind (deleted while catalogd was down, then created again) is removed first: it
 /// must neither be served for this one nor count as its last good content.
 async fn served(ctx: &Context, name: &str, uid: &str) -> Result<Option<Stored>, Error> {
-    let store = ctx.store.clone();
+    let store = ctx.parts.store.clone();
     let (name, uid) = (name.to_owned(), uid.to_owned());
     tokio::task::spawn_blocking(move || {
         let Some(stored) = store.current(&name)? else {
@@ -133,14 +133,23 @@ pub async fn apply(catalog: Arc<Catalog>, ctx: &Context) -> Result<Action, Error
     }
 
     let started = Instant::now();
-    let (outcome, stored) = carry_out(&catalog, ctx, &fetch, served.as_ref(), &mut known).await?;
+    let (outcome, stored) = carry_out(
+        &catalog,
+        ctx,
+        &fetch,
+        served.as_ref(),
+        &content_url,
+        &mut known,
+    )
+    .await?;
     let type_ = catalog.spec.source.type_;
     let result = if matches!(outcome, Outcome::Failed { .. }) {
         "failure"
     } else {
         "success"
     };
-    ctx.metrics
+    ctx.parts
+        .metrics
         .unpack_duration
         .with_label_values(&[type_.as_str(), result])
         .observe(started.elapsed().as_secs_f64());
@@ -162,7 +171,8 @@ pub async fn apply(catalog: Arc<Catalog>, ctx: &Context) -> Result<Action, Error
         } else {
             EventType::Normal
         };
-        ctx.events
+        ctx.parts
+            .events
             .publish(catalog.as_ref(), type_, &reason, "Unpack", note)
             .await;
     }
@@ -198,16 +208,16 @@ async fn carry_out(
     ctx: &Context,
     fetch: &Fetch,
     served: Option<&Served>,
+    content_url: &str,
     known: &mut Option<CatalogStatus>,
 ) -> Result<(Outcome, Option<Stored>), Error> {
-    let content_url = &ctx.content_url(&catalog.name_any());
     let name = catalog.name_any();
     let uid = catalog.uid().unwrap_or_default();
     let fetched = match &fetch.mode {
         Mode::Confirm(resolved) => Ok(Fetched::Unchanged {
             resolved: resolved.clone(),
         }),
-        mode => match ctx.sources.get(catalog.spec.source.type_) {
+        mode => match ctx.parts.sources.get(catalog.spec.source.type_) {
             Ok(source) => source.fetch(catalog, mode).await,
             Err(e) => Err(e),
         },
@@ -243,7 +253,7 @@ async fn carry_out(
             ctx.budget.acquire(bytes).await
         }
     };
-    let store = ctx.store.clone();
+    let store = ctx.parts.store.clone();
     let result = tokio::task::spawn_blocking(move || {
         let result = unpack(&store, &name, &uid, files);
         drop(share);
@@ -282,12 +292,13 @@ fn requeue_after(poll: Option<std::time::Duration>, name: &str) -> Action {
 fn set_content_bytes(ctx: &Context, name: &str, served: Option<&Stored>) {
     match served {
         Some(s) => ctx
+            .parts
             .metrics
             .content_bytes
             .with_label_values(&[name])
             .set(i64::try_from(s.size).unwrap_or(i64::MAX)),
         None => {
-            let _ = ctx.metrics.content_bytes.remove_label_values(&[name]);
+            let _ = ctx.parts.metrics.content_bytes.remove_label_values(&[name]);
         }
     }
 }
@@ -303,7 +314,7 @@ async fn write_status(
     if known.is_some_and(|old| owned_status(old) == owned_status(status)) {
         return Ok(());
     }
-    let api: Api<Catalog> = Api::all(ctx.client.clone());
+    let api: Api<Catalog> = Api::all(ctx.parts.client.clone());
     let patch = serde_json::json!({
         "apiVersion": Catalog::api_version(&()),
         "kind": Catalog::kind(&()),
@@ -333,13 +344,17 @@ fn owned_status(status: &CatalogStatus) -> serde_json::Value {
 /// Removes a deleted Catalog's content.
 pub async fn cleanup(catalog: Arc<Catalog>, ctx: &Context) -> Result<Action, Error> {
     let name = catalog.name_any();
-    let store = ctx.store.clone();
+    let store = ctx.parts.store.clone();
     let key = name.clone();
     tokio::task::spawn_blocking(move || store.delete(&key))
         .await
         .map_err(|e| Error::Store(e.to_string()))?
         .map_err(|e| Error::Store(e.to_string()))?;
-    let _ = ctx.metrics.content_bytes.remove_label_values(&[&name]);
+    let _ = ctx
+        .parts
+        .metrics
+        .content_bytes
+        .remove_label_values(&[&name]);
     ctx.memory.forget(&name);
     tracing::info!(catalog = %name, "deleted the catalog's content");
     Ok(Action::await_change())

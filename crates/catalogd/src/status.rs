@@ -244,6 +244,17 @@ mod tests {
         }
     }
 
+    /// The status after a first successful unpack of content `hash` at `secs`.
+    fn good(hash: &str, secs: i64) -> CatalogStatus {
+        next_status(
+            &catalog(1, None),
+            &unpacked(),
+            Some(&served(hash)),
+            "u",
+            &at(secs),
+        )
+    }
+
     fn unpacked() -> Outcome {
         Outcome::Unpacked {
             resolved: ResolvedSource {
@@ -280,13 +291,7 @@ mod tests {
 
     #[test]
     fn a_failure_keeps_serving_the_last_good_content_and_says_so() {
-        let good = next_status(
-            &catalog(1, None),
-            &unpacked(),
-            Some(&served("aaa")),
-            "u",
-            &at(200),
-        );
+        let good = good("aaa", 200);
         let failed = Outcome::Failed {
             reason: "InvalidContent",
             message: "c.yaml:3: bad".into(),
@@ -349,13 +354,7 @@ mod tests {
 
     #[test]
     fn waiting_for_the_budget_is_progress_not_a_failure() {
-        let good = next_status(
-            &catalog(1, None),
-            &unpacked(),
-            Some(&served("h")),
-            "u",
-            &at(10),
-        );
+        let good = good("h", 10);
         let pending = Outcome::Pending {
             message: "fetched 10 bytes; waiting".into(),
         };
@@ -401,13 +400,7 @@ mod tests {
 
     #[test]
     fn an_unchanged_source_keeps_the_unpack_message_and_makes_no_event() {
-        let good = next_status(
-            &catalog(1, None),
-            &unpacked(),
-            Some(&served("h")),
-            "u",
-            &at(10),
-        );
+        let good = good("h", 10);
         let resolved = good.resolved_source.clone().unwrap();
         let s = next_status(
             &catalog(1, Some(good.clone())),
