@@ -8,8 +8,8 @@ use std::sync::Arc;
 use olm_resolver::fbc::load_files;
 use olm_resolver::fbc::validate::validate;
 use olm_resolver::resolve::{
-    CatalogInput, Index, Installed, LabelSelector, Request, ResolveError, UpgradeConstraintPolicy,
-    resolve,
+    CatalogInput, Deprecated, Index, Installed, LabelSelector, Request, ResolveError,
+    UpgradeConstraintPolicy, groups, resolve, resolve_each,
 };
 
 /// A bundle blob. `extra` is more YAML list items for its properties.
@@ -537,4 +537,155 @@ fn the_real_rabbitmq_catalogs_resolve_jointly_and_alloydb_does_not() {
         ),
         "{text}"
     );
+}
+
+/// `name@catalog` per request, or `error: first sentence`.
+fn each(catalogs: &[CatalogInput], requests: &[Request], installed: &[Installed]) -> Vec<String> {
+    let index = Index::build(catalogs);
+    resolve_each(&index, requests, installed)
+        .into_iter()
+        .map(|o| match o {
+            Ok(b) => format!("{}@{}", b.name, b.catalog),
+            Err(e) => format!("error: {}", e.sentences().join(" ")),
+        })
+        .collect()
+}
+
+#[test]
+fn an_unsatisfiable_request_never_blocks_the_others() {
+    let c = [
+        deps_catalog(),
+        catalog(
+            "other",
+            0,
+            &[],
+            &[
+                package("baz", "stable"),
+                channel("baz", "stable", "- name: baz.v1.0.0\n"),
+                bundle("baz", "1.0.0", ""),
+            ]
+            .concat(),
+        ),
+    ];
+    let new_foo = Request {
+        version: Some(">=2.0.0".into()),
+        ..req("foo")
+    };
+    let old_bar = Request {
+        version: Some("<2.0.0".into()),
+        ..req("bar")
+    };
+    let missing = req("nope");
+    let bad_range = Request {
+        version: Some(">=1 <<2".into()),
+        ..req("baz")
+    };
+    let got = each(&c, &[req("baz"), new_foo, old_bar, missing, bad_range], &[]);
+    assert_eq!(got[0], "baz.v1.0.0@other");
+    // foo and bar conflict with each other: both fail, each with the same explanation.
+    assert!(
+        got[1].starts_with("error: Requests \"foo\" and \"bar\" cannot all be satisfied together"),
+        "{got:?}"
+    );
+    assert_eq!(got[1], got[2]);
+    assert!(
+        got[3].contains("no catalog has a package named \"nope\""),
+        "{got:?}"
+    );
+    assert!(got[4].contains("invalid version range"), "{got:?}");
+    // The joint resolver refuses the whole problem.
+    assert!(resolve(&Index::build(&c), &[req("baz"), req("nope")], &[]).is_err());
+}
+
+#[test]
+fn after_a_conflict_is_set_aside_the_rest_resolve_as_if_it_were_absent() {
+    // foo 2.0.0 and baz both provide Widget; with foo pinned to 2.0.0 they conflict. The bar
+    // request, next to them, must still resolve.
+    let c = [gvk_catalog(), deps_catalog_renamed()];
+    let new_foo = Request {
+        version: Some("2.0.0".into()),
+        ..req("foo")
+    };
+    let got = each(&c, &[new_foo, req("baz"), req("app"), req("gadgets")], &[]);
+    assert!(got[0].starts_with("error: Requests"), "{got:?}");
+    assert_eq!(got[0], got[1]);
+    assert_eq!(got[2], "app.v1.0.0@community");
+    assert_eq!(got[3], "gadgets.v1.0.0@community");
+}
+
+/// A catalog with unrelated packages, so indexes hold more than one catalog.
+fn deps_catalog_renamed() -> CatalogInput {
+    catalog(
+        "extra",
+        0,
+        &[],
+        &[
+            package("lone", "stable"),
+            channel("lone", "stable", "- name: lone.v1.0.0\n"),
+            bundle("lone", "1.0.0", ""),
+        ]
+        .concat(),
+    )
+}
+
+#[test]
+fn ties_fail_only_the_tied_request() {
+    let c = [
+        simple("a", 0, &[]),
+        simple("b", 0, &[]),
+        deps_catalog_renamed(),
+    ];
+    let got = each(&c, &[req("foo"), req("lone")], &[]);
+    assert!(
+        got[0].contains("offered by catalogs \"a\" and \"b\""),
+        "{got:?}"
+    );
+    assert_eq!(got[1], "lone.v1.0.0@extra");
+}
+
+#[test]
+fn groups_join_requests_that_share_a_package_or_an_api() {
+    let c = [deps_catalog(), gvk_catalog(), deps_catalog_renamed()];
+    let index = Index::build(&c);
+    // foo (both catalogs) requires bar and provides Widget, as baz does; app requires Gadget,
+    // which gadgets provides; lone is alone.
+    let g = groups(
+        &index,
+        &["foo", "bar", "baz", "app", "gadgets", "lone", "foo"],
+    );
+    assert_eq!(g, [0, 0, 0, 1, 1, 2, 0]);
+    let g = groups(&index, &["app", "lone", "nope"]);
+    assert_eq!(g, [0, 1, 2]);
+}
+
+#[test]
+fn deprecation_notices_name_the_package_the_requested_channel_and_the_bundle() {
+    let text = [
+        package("foo", "stable"),
+        channel("foo", "stable", "- name: foo.v1.0.0\n"),
+        channel("foo", "beta", "- name: foo.v1.0.0\n"),
+        bundle("foo", "1.0.0", ""),
+        "---\nschema: olm.deprecations\npackage: foo\nentries:\n- reference: {schema: olm.package}\n  message: foo is retired\n- reference: {schema: olm.channel, name: beta}\n  message: beta is gone\n- reference: {schema: olm.bundle, name: foo.v1.0.0}\n  message: 1.0.0 has a CVE\n".to_owned(),
+    ]
+    .concat();
+    let index = Index::build(&[catalog("community", 0, &[], &text)]);
+    let e = index.package_entries("foo")[0];
+    let said = |ch: Option<&str>| -> Vec<(Deprecated, String)> {
+        index
+            .notices(e, ch)
+            .into_iter()
+            .map(|n| (n.what, n.message))
+            .collect()
+    };
+    assert_eq!(
+        said(Some("beta")),
+        [
+            (Deprecated::Package, "foo is retired".to_owned()),
+            (Deprecated::Channel, "beta is gone".to_owned()),
+            (Deprecated::Bundle, "1.0.0 has a CVE".to_owned()),
+        ]
+    );
+    assert_eq!(said(Some("stable")).len(), 2);
+    assert_eq!(said(None).len(), 2);
+    assert!(index.contents[0].approx_bytes() > 0);
 }

@@ -194,12 +194,12 @@ pub(crate) fn tie(index: &Index, requests: &[Compiled], e: usize) -> Option<Stri
 
 /// Explains an unsatisfiable joint problem: finds the smallest set of requests that still
 /// conflict (removing any one of them resolves the conflict), then says for each of their
-/// bundles what stops it.
+/// bundles what stops it. Returns that set (indices into `requests`) and the sentences.
 pub(crate) fn conflict(
     solver: &mut Solver<Provider<'_>>,
     requests: &[Compiled],
     first: Option<Conflict>,
-) -> Vec<String> {
+) -> (Vec<usize>, Vec<String>) {
     // Deletion filter: drop every request whose removal leaves the rest unsatisfiable.
     let mut core: Vec<usize> = (0..requests.len()).collect();
     let mut last_conflict = first;
@@ -244,7 +244,7 @@ pub(crate) fn conflict(
             detail.split_whitespace().collect::<Vec<_>>().join(" ")
         ));
     }
-    sentences
+    (core, sentences)
 }
 
 /// Sentences about request `r` of the conflicting `core`: the bundles it allows, grouped by what

@@ -1,12 +1,13 @@
 //! The resolver's index over a set of catalogs: every bundle of every catalog as a candidate,
 //! with its channel memberships and upgrade edges, deprecation, and dependencies parsed once.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use semver::Version;
 
 use crate::fbc::Fbc;
+use crate::fbc::model::schemas;
 use crate::fbc::property::Gvk;
 use crate::range::blang;
 
@@ -110,36 +111,51 @@ impl Entry {
     }
 }
 
-/// Every candidate bundle of a set of catalogs.
-#[derive(Debug, Clone, Default)]
-pub struct Index {
-    /// The catalogs, in the order given.
-    pub catalogs: Vec<CatalogMeta>,
-    /// Every bundle of every catalog.
-    pub entries: Vec<Entry>,
-    /// Package name → entries of that package.
-    pub by_package: HashMap<String, Vec<usize>>,
-    /// GVK → entries that provide it.
-    pub providers: HashMap<Gvk, Vec<usize>>,
+/// Deprecation notices of one package in one catalog, with the catalog's messages.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PackageDeprecations {
+    /// The package-level notice.
+    pub package: Option<String>,
+    /// Channel name → notice.
+    pub channels: HashMap<String, String>,
+    /// Bundle name → notice.
+    pub bundles: HashMap<String, String>,
 }
 
-impl Index {
-    /// Indexes the catalogs. Bundles without a valid version are left out: a validated catalog
-    /// has none.
-    pub fn build(catalogs: &[CatalogInput]) -> Self {
-        let mut index = Index::default();
-        for (ci, catalog) in catalogs.iter().enumerate() {
-            index.catalogs.push(CatalogMeta {
-                name: catalog.name.clone(),
-                priority: catalog.priority,
-                labels: catalog.labels.clone(),
-            });
-            index.add_catalog(ci, &catalog.fbc);
-        }
-        index
-    }
+/// What a deprecation notice is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Deprecated {
+    /// The whole package.
+    Package,
+    /// A channel the request names.
+    Channel,
+    /// The chosen bundle.
+    Bundle,
+}
 
-    fn add_catalog(&mut self, ci: usize, fbc: &Fbc) {
+/// A deprecation notice that applies to a resolved bundle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    /// What is deprecated.
+    pub what: Deprecated,
+    /// The catalog's message.
+    pub message: String,
+}
+
+/// What resolution needs of one catalog's content, without the content itself: built once per
+/// content and shared by every index that includes the catalog. Its entries' `catalog` is 0.
+#[derive(Debug, Clone, Default)]
+pub struct CatalogContent {
+    /// Every bundle with a valid version.
+    pub entries: Vec<Entry>,
+    /// Package name → its deprecation notices.
+    pub deprecations: HashMap<String, PackageDeprecations>,
+}
+
+impl CatalogContent {
+    /// Extracts what resolution needs from a parsed catalog. Bundles without a valid version
+    /// are left out: a validated catalog has none.
+    pub fn from_fbc(fbc: &Fbc) -> Self {
         let mut memberships: HashMap<(&str, &str), Vec<Membership>> = HashMap::new();
         for c in &fbc.channels {
             for e in &c.entries {
@@ -157,30 +173,40 @@ impl Index {
                     });
             }
         }
-        let deprecated: HashSet<(&str, &str)> = fbc
-            .deprecations
-            .iter()
-            .flat_map(|d| {
-                d.entries
-                    .iter()
-                    .filter(|e| e.schema == crate::fbc::model::schemas::BUNDLE)
-                    .map(move |e| (d.package.as_str(), e.name.as_str()))
-            })
-            .collect();
+        let mut deprecations: HashMap<String, PackageDeprecations> = HashMap::new();
+        for d in &fbc.deprecations {
+            let notices = deprecations.entry(d.package.clone()).or_default();
+            for e in &d.entries {
+                let message = e.message.clone();
+                match e.schema.as_str() {
+                    schemas::PACKAGE => notices.package = Some(message),
+                    schemas::CHANNEL => {
+                        notices.channels.insert(e.name.clone(), message);
+                    }
+                    schemas::BUNDLE => {
+                        notices.bundles.insert(e.name.clone(), message);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let mut entries = Vec::with_capacity(fbc.bundles.len());
         for b in &fbc.bundles {
             let Some(version) = b.version.clone() else {
                 continue;
             };
             let key = (b.package.as_str(), b.name.as_str());
-            let entry = Entry {
-                catalog: ci,
+            entries.push(Entry {
+                catalog: 0,
                 name: b.name.clone(),
                 package: b.package.clone(),
                 version,
                 image: b.image.clone(),
                 mediatype: b.mediatype().map(str::to_owned),
                 memberships: memberships.remove(&key).unwrap_or_default(),
-                deprecated: deprecated.contains(&key),
+                deprecated: deprecations
+                    .get(&b.package)
+                    .is_some_and(|d| d.bundles.contains_key(&b.name)),
                 provides: b.provided_gvks().cloned().collect(),
                 requires_packages: b
                     .required_packages()
@@ -191,17 +217,155 @@ impl Index {
                     })
                     .collect(),
                 requires_gvks: b.required_gvks().cloned().collect(),
-            };
-            let id = self.entries.len();
-            self.by_package
-                .entry(entry.package.clone())
-                .or_default()
-                .push(id);
-            for g in &entry.provides {
-                self.providers.entry(g.clone()).or_default().push(id);
-            }
-            self.entries.push(entry);
+            });
         }
+        Self {
+            entries,
+            deprecations,
+        }
+    }
+
+    /// Roughly the heap bytes it holds (strings and lists), for a cache's accounting.
+    pub fn approx_bytes(&self) -> usize {
+        let entry = |e: &Entry| {
+            std::mem::size_of::<Entry>()
+                + e.name.len()
+                + e.package.len()
+                + e.image.len()
+                + e.mediatype.as_ref().map_or(0, String::len)
+                + e.memberships
+                    .iter()
+                    .map(|m| {
+                        std::mem::size_of::<Membership>()
+                            + m.channel.len()
+                            + m.replaces.as_ref().map_or(0, String::len)
+                            + m.skips.iter().map(|s| s.len() + 24).sum::<usize>()
+                            + if m.skip_range.is_some() { 64 } else { 0 }
+                    })
+                    .sum::<usize>()
+                + (e.provides.len() + e.requires_gvks.len()) * (std::mem::size_of::<Gvk>() + 48)
+                + e.requires_packages
+                    .iter()
+                    .map(|d| {
+                        std::mem::size_of::<PackageDependency>()
+                            + d.package.len()
+                            + d.range_text.len()
+                            + 64
+                    })
+                    .sum::<usize>()
+        };
+        let notices: usize = self
+            .deprecations
+            .iter()
+            .map(|(p, d)| {
+                p.len()
+                    + d.package.as_ref().map_or(0, String::len)
+                    + d.channels
+                        .iter()
+                        .chain(&d.bundles)
+                        .map(|(k, v)| k.len() + v.len() + 48)
+                        .sum::<usize>()
+                    + 128
+            })
+            .sum();
+        std::mem::size_of::<Self>() + self.entries.iter().map(entry).sum::<usize>() + notices
+    }
+}
+
+/// Every candidate bundle of a set of catalogs.
+#[derive(Debug, Clone, Default)]
+pub struct Index {
+    /// The catalogs, in the order given.
+    pub catalogs: Vec<CatalogMeta>,
+    /// Every bundle of every catalog.
+    pub entries: Vec<Entry>,
+    /// Package name → entries of that package.
+    pub by_package: HashMap<String, Vec<usize>>,
+    /// GVK → entries that provide it.
+    pub providers: HashMap<Gvk, Vec<usize>>,
+    /// Each catalog's content, in the order of `catalogs` (for deprecation notices).
+    pub contents: Vec<Arc<CatalogContent>>,
+}
+
+impl Index {
+    /// Indexes the catalogs. Bundles without a valid version are left out: a validated catalog
+    /// has none.
+    pub fn build(catalogs: &[CatalogInput]) -> Self {
+        let parts: Vec<(CatalogMeta, Arc<CatalogContent>)> = catalogs
+            .iter()
+            .map(|c| {
+                (
+                    CatalogMeta {
+                        name: c.name.clone(),
+                        priority: c.priority,
+                        labels: c.labels.clone(),
+                    },
+                    Arc::new(CatalogContent::from_fbc(&c.fbc)),
+                )
+            })
+            .collect();
+        Self::from_contents(parts)
+    }
+
+    /// Indexes catalogs whose content was extracted already (and may be shared with other
+    /// indexes).
+    pub fn from_contents(
+        catalogs: impl IntoIterator<Item = (CatalogMeta, Arc<CatalogContent>)>,
+    ) -> Self {
+        let mut index = Index::default();
+        for (ci, (meta, content)) in catalogs.into_iter().enumerate() {
+            index.catalogs.push(meta);
+            for entry in &content.entries {
+                let id = index.entries.len();
+                index
+                    .by_package
+                    .entry(entry.package.clone())
+                    .or_default()
+                    .push(id);
+                for g in &entry.provides {
+                    index.providers.entry(g.clone()).or_default().push(id);
+                }
+                index.entries.push(Entry {
+                    catalog: ci,
+                    ..entry.clone()
+                });
+            }
+            index.contents.push(content);
+        }
+        index
+    }
+
+    /// The deprecation notices that apply to bundle `e` when requested in `channel`: its
+    /// package's, the channel's (only a channel the request names, as upstream) and its own.
+    pub fn notices(&self, e: usize, channel: Option<&str>) -> Vec<Notice> {
+        let entry = &self.entries[e];
+        let Some(d) = self
+            .contents
+            .get(entry.catalog)
+            .and_then(|c| c.deprecations.get(&entry.package))
+        else {
+            return Vec::new();
+        };
+        let mut notices = Vec::new();
+        if let Some(m) = &d.package {
+            notices.push(Notice {
+                what: Deprecated::Package,
+                message: m.clone(),
+            });
+        }
+        if let Some(m) = channel.and_then(|c| d.channels.get(c)) {
+            notices.push(Notice {
+                what: Deprecated::Channel,
+                message: m.clone(),
+            });
+        }
+        if let Some(m) = d.bundles.get(&entry.name) {
+            notices.push(Notice {
+                what: Deprecated::Bundle,
+                message: m.clone(),
+            });
+        }
+        notices
     }
 
     /// The entries of `package` (empty when no catalog has it).

@@ -3,7 +3,9 @@
 //! other requests. Solved with resolvo (CDCL); an unsatisfiable problem is explained in
 //! sentences that name the smallest set of requests in conflict.
 
+mod each;
 mod explain;
+pub mod groups;
 pub mod index;
 mod provider;
 pub mod request;
@@ -12,7 +14,9 @@ pub mod selector;
 use resolvo::{Problem, Solver, UnsolvableOrCancelled};
 use serde::Serialize;
 
-pub use index::{CatalogInput, Index};
+pub use each::{Outcome, resolve_each};
+pub use groups::groups;
+pub use index::{CatalogContent, CatalogInput, CatalogMeta, Deprecated, Index, Notice};
 pub use request::{Installed, Request, UpgradeConstraintPolicy};
 pub use selector::LabelSelector;
 
@@ -25,6 +29,9 @@ pub struct Resolved {
     /// Index of the request in the input.
     #[serde(skip)]
     pub request: usize,
+    /// The chosen entry of the index.
+    #[serde(skip)]
+    pub entry: usize,
     /// Package name.
     pub package: String,
     /// Bundle name.
@@ -41,6 +48,24 @@ pub struct Resolved {
     /// Its `olm.bundle.mediatype`, when set.
     #[serde(skip)]
     pub mediatype: Option<String>,
+}
+
+impl Resolved {
+    /// Entry `e` of `index`, chosen for request `request`.
+    pub(crate) fn of(index: &Index, request: usize, e: usize) -> Self {
+        let entry = &index.entries[e];
+        Resolved {
+            request,
+            entry: e,
+            package: entry.package.clone(),
+            name: entry.name.clone(),
+            version: entry.version.to_string(),
+            image: entry.image.clone(),
+            catalog: index.catalogs[entry.catalog].name.clone(),
+            deprecated: entry.deprecated,
+            mediatype: entry.mediatype.clone(),
+        }
+    }
 }
 
 /// Why no bundles were chosen.
@@ -106,11 +131,9 @@ pub fn resolve(
     let solution = match solve(&mut solver, &all) {
         Ok(s) => s,
         Err(conflict) => {
-            return Err(ResolveError::Unsatisfiable(explain::conflict(
-                &mut solver,
-                &compiled,
-                conflict,
-            )));
+            return Err(ResolveError::Unsatisfiable(
+                explain::conflict(&mut solver, &compiled, conflict).1,
+            ));
         }
     };
     let provider = solver.provider();
@@ -136,17 +159,7 @@ pub fn resolve(
         {
             ties.push(sentence);
         }
-        let entry = &index.entries[e];
-        resolved.push(Resolved {
-            request: i,
-            package: entry.package.clone(),
-            name: entry.name.clone(),
-            version: entry.version.to_string(),
-            image: entry.image.clone(),
-            catalog: index.catalogs[entry.catalog].name.clone(),
-            deprecated: entry.deprecated,
-            mediatype: entry.mediatype.clone(),
-        });
+        resolved.push(Resolved::of(index, i, e));
     }
     if !ties.is_empty() {
         return Err(ResolveError::Ambiguous(ties));
@@ -156,7 +169,7 @@ pub fn resolve(
 
 /// Solves with the root requirements of the given requests. The error carries resolvo's
 /// conflict, absent only if the solve was cancelled (we never cancel).
-fn solve(
+pub(crate) fn solve(
     solver: &mut Solver<Provider<'_>>,
     requests: &[usize],
 ) -> Result<Vec<resolvo::SolvableId>, Option<resolvo::conflict::Conflict>> {

@@ -1,0 +1,94 @@
+//! Resolution in which a request that cannot be satisfied never blocks the others: each
+//! request gets its own outcome. Requests that are invalid or have no candidate at all are set
+//! aside first; then, while the rest conflict, the smallest conflicting set is set aside (each
+//! of its requests fails with the explanation) and the others are solved as if it were absent.
+
+use resolvo::Solver;
+
+use super::explain;
+use super::index::Index;
+use super::provider::Provider;
+use super::request::{Compiled, Installed, Request};
+use super::{ResolveError, Resolved};
+
+/// What one request resolved to, or why it did not.
+pub type Outcome = Result<Resolved, ResolveError>;
+
+/// Resolves the requests jointly, with one outcome per request, in request order.
+pub fn resolve_each(index: &Index, requests: &[Request], installed: &[Installed]) -> Vec<Outcome> {
+    let mut outcomes: Vec<Option<Outcome>> = vec![None; requests.len()];
+    let mut active: Vec<(usize, Compiled)> = Vec::new();
+    for (i, r) in requests.iter().enumerate() {
+        match Compiled::new(r, installed, index) {
+            Ok(c) => {
+                let any = index
+                    .package_entries(&r.package_name)
+                    .iter()
+                    .any(|&e| c.admits(index, e));
+                if any {
+                    active.push((i, c));
+                } else {
+                    let why = explain::no_candidates(index, &c);
+                    outcomes[i] = Some(Err(ResolveError::Unsatisfiable(vec![why])));
+                }
+            }
+            Err(e) => outcomes[i] = Some(Err(ResolveError::InvalidRequest(vec![e]))),
+        }
+    }
+    while !active.is_empty() {
+        // A fresh problem each round: a request set aside must not offer its package's bundles
+        // to the others' dependencies.
+        let compiled: Vec<Compiled> = active.iter().map(|(_, c)| c.clone()).collect();
+        let mut solver = Solver::new(Provider::new(index, &compiled));
+        let all: Vec<usize> = (0..compiled.len()).collect();
+        match super::solve(&mut solver, &all) {
+            Ok(solution) => {
+                let provider = solver.provider();
+                let chosen: Vec<usize> = solution
+                    .iter()
+                    .filter(|&&s| provider.is_bundle(s))
+                    .map(|&s| provider.entry_of(s))
+                    .collect();
+                for (i, c) in &active {
+                    let package = &c.request.package_name;
+                    let found = chosen
+                        .iter()
+                        .copied()
+                        .find(|&e| index.entries[e].package == *package);
+                    outcomes[*i] = Some(match found {
+                        None => Err(ResolveError::Unsatisfiable(vec![format!(
+                            "bundle for package {package:?} not found in solution"
+                        )])),
+                        Some(e) => match explain::tie(index, &compiled, e) {
+                            Some(sentence) => Err(ResolveError::Ambiguous(vec![sentence])),
+                            None => Ok(Resolved::of(index, *i, e)),
+                        },
+                    });
+                }
+                break;
+            }
+            Err(conflict) => {
+                let (mut core, sentences) = explain::conflict(&mut solver, &compiled, conflict);
+                if core.is_empty() {
+                    // Only a cancelled solve has no conflict, and nothing cancels ours.
+                    core = all;
+                }
+                core.sort_unstable_by(|a, b| b.cmp(a));
+                for k in core {
+                    let (i, _) = active.remove(k);
+                    outcomes[i] = Some(Err(ResolveError::Unsatisfiable(sentences.clone())));
+                }
+            }
+        }
+    }
+    outcomes
+        .into_iter()
+        .map(|o| {
+            o.unwrap_or_else(|| {
+                Err(ResolveError::Unsatisfiable(vec![
+                    "the request was not resolved".to_owned(),
+                ]))
+            })
+        })
+        .collect()
+}
