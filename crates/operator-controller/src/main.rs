@@ -1,11 +1,170 @@
 //! operator-controller: resolves `Operator` objects to bundles and writes `BundleDeployment`s.
 //!
-//! The controller arrives with a later issue; this binary exists so the workspace has its
-//! final shape.
+//! Wiring only: flags, tracing, client, the content client and resolver; then the admin
+//! server (metrics, probes) and the Operator controller until SIGTERM. `explain` runs the same
+//! resolution once against the cluster and prints it.
 
-fn main() {
-    println!(
-        "operator-controller {}: the Operator controller is not built yet",
-        env!("CARGO_PKG_VERSION")
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+use olm_runtime::{admin, events::EventPublisher, metrics::Metrics, shutdown, telemetry};
+use operator_controller::content::{ContentClient, ContentOptions};
+use operator_controller::controller::{self, Settings};
+use operator_controller::explain;
+use operator_controller::metrics::AllMetrics;
+use operator_controller::resolution::Resolver;
+
+/// operator-controller: resolves Operators against catalogd's content and writes
+/// BundleDeployments.
+#[derive(Parser, Debug)]
+#[command(version, about, args_override_self = true)]
+struct Flags {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// Address of the metrics and health endpoints.
+    #[arg(long, default_value = "0.0.0.0:8080", global = true)]
+    admin_address: SocketAddr,
+    /// PEM file of CA certificates trusted for https content URLs (besides the system's).
+    #[arg(long, env = "CATALOGD_CA_FILE", global = true)]
+    catalogd_ca_file: Option<PathBuf>,
+    /// The largest catalog content accepted, in bytes (after decompression).
+    #[arg(long, default_value_t = 512 * 1024 * 1024, global = true)]
+    max_catalog_bytes: u64,
+    /// How long held content is used before catalogd is asked again (a conditional GET), in
+    /// seconds; also how soon an unreachable catalogd is noticed.
+    #[arg(long, default_value_t = 30, global = true)]
+    catalog_recheck_seconds: u64,
+    /// How long one content fetch may take, in seconds.
+    #[arg(long, default_value_t = 120, global = true)]
+    fetch_timeout_seconds: u64,
+    /// Operators reconciled at once.
+    #[arg(long, default_value_t = 8)]
+    concurrency: u16,
+    /// Longest wait before retrying a failed Operator, in seconds.
+    #[arg(long, default_value_t = 60)]
+    max_backoff_seconds: u64,
+    /// How often a resolved Operator is looked at again without a trigger, in seconds.
+    #[arg(long, default_value_t = 600)]
+    resync_seconds: u64,
+    /// Log format: plain or json.
+    #[arg(long, default_value = "plain", global = true)]
+    log_format: telemetry::LogFormat,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Prints what the controller would write for each Operator (or those named), and why,
+    /// from the cluster of the current kubeconfig; writes nothing.
+    Explain {
+        /// Operators to explain; all when none.
+        names: Vec<String>,
+        /// Output format.
+        #[arg(short = 'o', long, default_value = "text")]
+        output: Output,
+    },
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum Output {
+    Text,
+    Json,
+}
+
+fn content_client(flags: &Flags, metrics: Option<&AllMetrics>) -> Result<Arc<ContentClient>> {
+    let ca_pem = match &flags.catalogd_ca_file {
+        Some(path) => {
+            Some(std::fs::read(path).with_context(|| format!("reading {}", path.display()))?)
+        }
+        None => None,
+    };
+    let options = ContentOptions {
+        ca_pem,
+        max_bytes: flags.max_catalog_bytes,
+        recheck: Duration::from_secs(flags.catalog_recheck_seconds),
+        timeout: Duration::from_secs(flags.fetch_timeout_seconds),
+    };
+    Ok(Arc::new(ContentClient::new(
+        options,
+        metrics.map(|m| m.content.clone()),
+    )?))
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let flags = Flags::parse();
+    if let Some(Command::Explain { names, output }) = &flags.command {
+        // Logs would mix with the report: only warnings, on stderr.
+        telemetry::init_tracing(flags.log_format, "warn")?;
+        let client = olm_runtime::client::client()
+            .await
+            .context("connecting to the Kubernetes API")?;
+        let resolver = Resolver::new(content_client(&flags, None)?, None);
+        let reports = explain::explain(&client, &resolver, names)
+            .await
+            .context("reading Operators, Catalogs and BundleDeployments")?;
+        match output {
+            Output::Text => print!("{}", explain::text(&reports)),
+            Output::Json => println!("{}", serde_json::json!({ "operators": reports })),
+        }
+        return Ok(());
+    }
+
+    telemetry::init_tracing(flags.log_format, "info,kube=warn")?;
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        ?flags,
+        "starting operator-controller"
     );
+    let client = olm_runtime::client::client()
+        .await
+        .context("connecting to the Kubernetes API")?;
+    let shutdown = shutdown::shutdown_on_signals();
+    let metrics = Arc::new(Metrics::new()?);
+    let own = AllMetrics::new(&metrics.registry)?;
+    let readiness = admin::Readiness::new();
+    let operators_ready = readiness.register("operator-watch");
+
+    let (admin_listener, admin_addr) = admin::bind_admin(flags.admin_address).await?;
+    tracing::info!(address = %admin_addr, "admin server listening");
+    let admin = tokio::spawn(admin::serve_admin_on(
+        admin_listener,
+        metrics.clone(),
+        readiness.clone(),
+        shutdown.clone(),
+    ));
+
+    let resolver = Arc::new(Resolver::new(
+        content_client(&flags, Some(&own))?,
+        Some(own.operators.clone()),
+    ));
+    let settings = Settings {
+        concurrency: flags.concurrency.max(1),
+        max_backoff: Duration::from_secs(flags.max_backoff_seconds.max(1)),
+        resync: Duration::from_secs(flags.resync_seconds.max(1)),
+    };
+    let (controller, ctx) = controller::build(
+        client.clone(),
+        resolver,
+        EventPublisher::from_env(client, "operator-controller"),
+        own.operators.clone(),
+        &settings,
+        operators_ready,
+    );
+    metrics.register_controller(controller::CONTROLLER, usize::from(settings.concurrency));
+    controller::run(
+        controller,
+        ctx,
+        metrics,
+        settings.concurrency,
+        shutdown.clone(),
+    )
+    .await;
+    shutdown.cancel();
+    let _ = admin.await;
+    tracing::info!("operator-controller stopped");
+    Ok(())
 }

@@ -1,0 +1,208 @@
+//! The BundleDeployment an Operator's resolved bundle becomes, and whether an existing one
+//! already says it (so an unchanged resolution writes nothing).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::{Resource, ResourceExt};
+use olm_api::bundle_deployment::{
+    BundleDeployment, BundleDeploymentSpec, BundleImageSource, BundleSource, BundleSpec,
+    BundleTemplate, PLAIN_PROVISIONER, REGISTRY_PROVISIONER,
+};
+use olm_api::operator::Operator;
+use olm_resolver::resolve::Resolved;
+
+use crate::inputs::{BUNDLE_LABEL, PACKAGE_LABEL, VERSION_LABEL};
+
+/// The provisioner of the bundle's media type: `plain+v0` bundles are plain, everything else
+/// (`registry+v1`, or no media type) is registry+v1. An unknown media type is an error.
+pub fn provisioner_of(mediatype: Option<&str>) -> Result<&'static str, String> {
+    match mediatype {
+        Some("plain+v0") => Ok(PLAIN_PROVISIONER),
+        None | Some("registry+v1") | Some("") => Ok(REGISTRY_PROVISIONER),
+        Some(other) => Err(format!("unknown bundle mediatype: {other}")),
+    }
+}
+
+/// The BundleDeployment for `op`'s resolved bundle: same name, controlled by `op`.
+pub fn desired(op: &Operator, bundle: &Resolved) -> Result<BundleDeployment, String> {
+    let provisioner = provisioner_of(bundle.mediatype.as_deref())?;
+    let owner = op.controller_owner_ref(&()).map(|mut o| {
+        o.block_owner_deletion = Some(true);
+        o
+    });
+    let labels = BTreeMap::from([
+        (PACKAGE_LABEL.to_owned(), bundle.package.clone()),
+        (BUNDLE_LABEL.to_owned(), label_value(&bundle.name)),
+        (VERSION_LABEL.to_owned(), label_value(&bundle.version)),
+    ]);
+    Ok(BundleDeployment {
+        metadata: ObjectMeta {
+            name: Some(op.name_any()),
+            labels: Some(labels),
+            owner_references: owner.map(|o| vec![o]),
+            ..Default::default()
+        },
+        spec: BundleDeploymentSpec {
+            provisioner_class_name: PLAIN_PROVISIONER.to_owned(),
+            template: BundleTemplate {
+                metadata: None,
+                spec: BundleSpec {
+                    provisioner_class_name: provisioner.to_owned(),
+                    source: BundleSource {
+                        type_: "image".to_owned(),
+                        image: Some(BundleImageSource {
+                            r#ref: bundle.image.clone(),
+                            pull_secret: None,
+                        }),
+                        ..Default::default()
+                    },
+                },
+            },
+            config: None,
+        },
+        status: None,
+    })
+}
+
+/// A label value: at most 63 characters of `[A-Za-z0-9._-]`, starting and ending with an
+/// alphanumeric. Bundle names and versions almost always fit; one that does not is cut (and the
+/// spec's image still says exactly which bundle it is).
+pub fn label_value(text: &str) -> String {
+    let cleaned: String = text
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(63)
+        .collect();
+    cleaned
+        .trim_matches(|c: char| !c.is_ascii_alphanumeric())
+        .to_owned()
+}
+
+/// Whether `existing` already says everything `desired` does: spec, our labels and our
+/// controller reference. Anything else (other labels, status) is not ours to compare.
+pub fn up_to_date(existing: &BundleDeployment, desired: &BundleDeployment) -> bool {
+    let labels_ok = desired
+        .labels()
+        .iter()
+        .all(|(k, v)| existing.labels().get(k) == Some(v));
+    let owner_ok = desired
+        .owner_references()
+        .iter()
+        .all(|o| existing.owner_references().iter().any(|e| same_owner(e, o)));
+    labels_ok && owner_ok && existing.spec == desired.spec
+}
+
+fn same_owner(a: &OwnerReference, b: &OwnerReference) -> bool {
+    a.uid == b.uid
+        && a.controller == b.controller
+        && a.kind == b.kind
+        && a.api_version == b.api_version
+}
+
+/// Whether `bd` is controlled by the Operator with `uid`.
+pub fn controlled_by(bd: &BundleDeployment, uid: &str) -> bool {
+    bd.owner_references()
+        .iter()
+        .any(|o| o.controller == Some(true) && o.uid == uid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use olm_api::operator::{OperatorSpec, UpgradeConstraintPolicy};
+
+    pub(crate) fn operator() -> Operator {
+        let mut op = Operator::new(
+            "my-op",
+            OperatorSpec {
+                package_name: "foo".into(),
+                version: None,
+                channel: None,
+                upgrade_constraint_policy: UpgradeConstraintPolicy::Enforce,
+                catalog_selector: None,
+            },
+        );
+        op.metadata.uid = Some("uid-1".into());
+        op
+    }
+
+    fn resolved(mediatype: Option<&str>) -> Resolved {
+        Resolved {
+            request: 0,
+            entry: 0,
+            package: "foo".into(),
+            name: "foo.v1.0.0".into(),
+            version: "1.0.0".into(),
+            image: "quay.io/x/foo:1".into(),
+            catalog: "c".into(),
+            deprecated: false,
+            mediatype: mediatype.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn the_media_type_picks_the_provisioner() {
+        let bd = desired(&operator(), &resolved(None)).unwrap();
+        assert_eq!(bd.spec.provisioner_class_name, PLAIN_PROVISIONER);
+        assert_eq!(
+            bd.spec.template.spec.provisioner_class_name,
+            REGISTRY_PROVISIONER
+        );
+        let plain = desired(&operator(), &resolved(Some("plain+v0"))).unwrap();
+        assert_eq!(
+            plain.spec.template.spec.provisioner_class_name,
+            PLAIN_PROVISIONER
+        );
+        assert_eq!(
+            desired(&operator(), &resolved(Some("helm"))).unwrap_err(),
+            "unknown bundle mediatype: helm"
+        );
+    }
+
+    #[test]
+    fn the_bundle_deployment_is_named_labelled_and_controlled_by_its_operator() {
+        let bd = desired(&operator(), &resolved(None)).unwrap();
+        assert_eq!(bd.name_any(), "my-op");
+        assert_eq!(bd.labels()[PACKAGE_LABEL], "foo");
+        assert_eq!(bd.labels()[BUNDLE_LABEL], "foo.v1.0.0");
+        assert_eq!(bd.labels()[VERSION_LABEL], "1.0.0");
+        assert!(controlled_by(&bd, "uid-1"));
+        assert_eq!(bd.owner_references()[0].block_owner_deletion, Some(true));
+        let source = bd.spec.template.spec.source.image.as_ref().unwrap();
+        assert_eq!(source.r#ref, "quay.io/x/foo:1");
+    }
+
+    #[test]
+    fn only_our_fields_decide_whether_a_write_is_needed() {
+        let want = desired(&operator(), &resolved(None)).unwrap();
+        let mut have = want.clone();
+        have.metadata
+            .labels
+            .get_or_insert_default()
+            .insert("team".into(), "a".into());
+        have.metadata.resource_version = Some("7".into());
+        assert!(up_to_date(&have, &want));
+        have.spec.template.spec.source.image = Some(BundleImageSource {
+            r#ref: "other".into(),
+            pull_secret: None,
+        });
+        assert!(!up_to_date(&have, &want));
+        let mut unowned = want.clone();
+        unowned.metadata.owner_references = None;
+        assert!(!up_to_date(&unowned, &want));
+    }
+
+    #[test]
+    fn label_values_are_valid() {
+        assert_eq!(label_value("1.0.0+build.1"), "1.0.0_build.1");
+        assert_eq!(label_value(&"a".repeat(70)).len(), 63);
+        assert_eq!(label_value("-x-"), "x");
+    }
+}

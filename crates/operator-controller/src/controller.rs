@@ -1,0 +1,295 @@
+//! The Operator controller: Operators, the BundleDeployments they own, and the Catalogs they
+//! resolve against. A Catalog change (content hash, labels, priority, serving, deletion)
+//! re-queues only the Operators whose catalogSelector matches the Catalog before or after it;
+//! reconciles run at most `concurrency` at a time, and failures back off per Operator.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures::{StreamExt, future};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::Api;
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, ResourceExt};
+use olm_api::bundle_deployment::BundleDeployment;
+use olm_api::catalog::Catalog;
+use olm_api::operator::Operator;
+use olm_runtime::admin::ReadinessHandle;
+use olm_runtime::events::EventPublisher;
+use olm_runtime::metrics::{Metrics, ReconcileOutcome};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::backoff::Backoffs;
+use crate::inputs::{CatalogFacts, catalog_facts, selects};
+use crate::metrics::OperatorMetrics;
+use crate::reconcile::{self, Context, Error};
+use crate::resolution::Resolver;
+
+/// Name of this controller in metrics and logs.
+pub const CONTROLLER: &str = "operator";
+
+/// The Operators a Catalog change can affect: none when nothing resolution reads changed,
+/// otherwise those whose selector matches the Catalog's labels before or after.
+pub fn affected(
+    operators: &[Arc<Operator>],
+    before: Option<&CatalogFacts>,
+    after: &CatalogFacts,
+) -> Vec<ObjectRef<Operator>> {
+    if before == Some(after) {
+        return Vec::new();
+    }
+    operators
+        .iter()
+        .filter(|o| selects(o, &after.labels) || before.is_some_and(|b| selects(o, &b.labels)))
+        .map(|o| ObjectRef::from_obj(o.as_ref()))
+        .collect()
+}
+
+/// Settings of the controller.
+pub struct Settings {
+    /// Reconciles at once.
+    pub concurrency: u16,
+    /// Longest retry delay.
+    pub max_backoff: Duration,
+    /// How often a resolved Operator is looked at again without a trigger.
+    pub resync: Duration,
+}
+
+/// Builds the controller and its context; `ready` follows the Operator watch.
+pub fn build(
+    client: Client,
+    resolver: Arc<Resolver>,
+    events: EventPublisher,
+    metrics: OperatorMetrics,
+    settings: &Settings,
+    ready: ReadinessHandle,
+) -> (Controller<Operator>, Arc<Context>) {
+    let (operators, operators_writer) = reflector::store();
+    let operator_stream = watcher(
+        Api::<Operator>::all(client.clone()),
+        watcher::Config::default().any_semantic(),
+    )
+    .default_backoff()
+    .inspect(move |event| match event {
+        Ok(watcher::Event::InitDone | watcher::Event::Apply(_) | watcher::Event::Delete(_)) => {
+            ready.set_ready(true)
+        }
+        Ok(_) => {}
+        Err(error) => {
+            tracing::warn!(%error, "the Operator watch failed; not ready until it recovers");
+            ready.set_ready(false);
+        }
+    })
+    .reflect(operators_writer)
+    .applied_objects();
+
+    let (bundle_deployments, bd_writer) = reflector::store();
+    let bd_stream = watcher(
+        Api::<BundleDeployment>::all(client.clone()),
+        watcher::Config::default().any_semantic(),
+    )
+    .default_backoff()
+    .reflect(bd_writer)
+    .touched_objects();
+
+    let (catalogs, catalogs_writer) = reflector::store();
+    let catalog_stream = watcher(
+        Api::<Catalog>::all(client.clone()),
+        watcher::Config::default().any_semantic(),
+    )
+    .default_backoff()
+    .reflect(catalogs_writer)
+    .filter_map(|event| {
+        future::ready(match event {
+            Ok(watcher::Event::Apply(c) | watcher::Event::InitApply(c)) => Some(Ok(c)),
+            // A deleted Catalog is passed on marked as deleted, so the mapper sees it go.
+            Ok(watcher::Event::Delete(mut c)) => {
+                c.metadata
+                    .deletion_timestamp
+                    .get_or_insert(Time(k8s_openapi::jiff::Timestamp::now()));
+                Some(Ok(c))
+            }
+            Ok(watcher::Event::Init | watcher::Event::InitDone) => None,
+            Err(e) => Some(Err(e)),
+        })
+    });
+
+    let seen: Arc<Mutex<HashMap<String, CatalogFacts>>> = Arc::default();
+    let mapper = {
+        let operators = operators.clone();
+        let content = resolver.content().clone();
+        let catalogs = catalogs.clone();
+        move |c: Catalog| {
+            let facts = catalog_facts(&c);
+            let name = c.name_any();
+            let mut seen = seen.lock().unwrap_or_else(PoisonError::into_inner);
+            let refs = affected(&operators.state(), seen.get(&name), &facts);
+            if catalogs.get(&ObjectRef::new(&name)).is_none() {
+                // Gone: forget it, and drop its content.
+                seen.remove(&name);
+                let existing = catalogs.state().iter().map(|c| c.name_any()).collect();
+                content.retain(&existing);
+            } else {
+                seen.insert(name, facts);
+            }
+            refs
+        }
+    };
+
+    let controller = Controller::for_stream(operator_stream, operators.clone())
+        .owns_stream(bd_stream)
+        .watches_stream(catalog_stream, mapper);
+    let ctx = Arc::new(Context {
+        client,
+        resolver,
+        operators,
+        bundle_deployments,
+        catalogs,
+        events,
+        metrics,
+        backoffs: Backoffs::new(settings.max_backoff),
+        resync: settings.resync,
+    });
+    (controller, ctx)
+}
+
+async fn run_one(
+    op: Arc<Operator>,
+    ctx: Arc<(Arc<Context>, Arc<Metrics>)>,
+) -> Result<Action, Error> {
+    let (ctx, metrics) = (&ctx.0, &ctx.1);
+    let timer = metrics.reconcile_timer(CONTROLLER);
+    let span = tracing::info_span!("reconcile", operator = %op.name_any());
+    let result = reconcile::reconcile(op, ctx).instrument(span).await;
+    timer.finish(match &result {
+        Ok(a) if *a == Action::await_change() => ReconcileOutcome::Success,
+        Ok(_) => ReconcileOutcome::RequeueAfter,
+        Err(_) => ReconcileOutcome::Error,
+    });
+    result
+}
+
+fn error_policy(
+    op: Arc<Operator>,
+    error: &Error,
+    ctx: Arc<(Arc<Context>, Arc<Metrics>)>,
+) -> Action {
+    let name = op.name_any();
+    let wait = ctx.0.backoffs.failed(&name);
+    match error {
+        Error::CatalogsUnavailable => {
+            tracing::info!(operator = %name, ?wait, "catalog content unavailable; retrying")
+        }
+        Error::Kube(..) => {
+            tracing::warn!(operator = %name, error = %olm_runtime::error_chain(error), ?wait, "reconcile failed; retrying")
+        }
+    }
+    Action::requeue(wait)
+}
+
+/// Runs the controller until `shutdown` is cancelled.
+pub async fn run(
+    controller: Controller<Operator>,
+    ctx: Arc<Context>,
+    metrics: Arc<Metrics>,
+    concurrency: u16,
+    shutdown: CancellationToken,
+) {
+    let ctx = Arc::new((ctx, metrics));
+    controller
+        .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
+        .graceful_shutdown_on(async move { shutdown.cancelled().await })
+        .run(run_one, error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "controller event");
+            }
+        })
+        .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inputs::Availability;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+    use olm_api::operator::{OperatorSpec, UpgradeConstraintPolicy};
+    use std::collections::BTreeMap;
+
+    fn op(name: &str, tier: Option<&str>) -> Arc<Operator> {
+        Arc::new(Operator::new(
+            name,
+            OperatorSpec {
+                package_name: "foo".into(),
+                version: None,
+                channel: None,
+                upgrade_constraint_policy: UpgradeConstraintPolicy::Enforce,
+                catalog_selector: tier.map(|t| LabelSelector {
+                    match_labels: Some(BTreeMap::from([("tier".to_owned(), t.to_owned())])),
+                    match_expressions: None,
+                }),
+            },
+        ))
+    }
+
+    fn facts(tier: &str, hash: &str) -> CatalogFacts {
+        CatalogFacts {
+            name: "c".into(),
+            labels: BTreeMap::from([("tier".to_owned(), tier.to_owned())]),
+            priority: 0,
+            availability: Availability::Serving {
+                hash: hash.into(),
+                url: "u".into(),
+            },
+        }
+    }
+
+    fn names(refs: Vec<ObjectRef<Operator>>) -> Vec<String> {
+        refs.into_iter().map(|r| r.name).collect()
+    }
+
+    #[test]
+    fn a_catalog_change_requeues_only_operators_it_can_affect() {
+        let ops = [
+            op("any", None),
+            op("gold", Some("gold")),
+            op("silver", Some("silver")),
+        ];
+        // New content: everyone whose selector matches.
+        assert_eq!(
+            names(affected(
+                &ops,
+                Some(&facts("gold", "a")),
+                &facts("gold", "b")
+            )),
+            ["any", "gold"]
+        );
+        // Nothing resolution reads changed: nobody.
+        assert!(affected(&ops, Some(&facts("gold", "a")), &facts("gold", "a")).is_empty());
+        // A label change: those matching before and those matching after.
+        assert_eq!(
+            names(affected(
+                &ops,
+                Some(&facts("gold", "a")),
+                &facts("silver", "a")
+            )),
+            ["any", "gold", "silver"]
+        );
+        // A first sight: those matching.
+        assert_eq!(
+            names(affected(&ops, None, &facts("silver", "a"))),
+            ["any", "silver"]
+        );
+        // Serving stops.
+        let mut stopped = facts("gold", "a");
+        stopped.availability = Availability::NotServing("x".into());
+        assert_eq!(
+            names(affected(&ops, Some(&facts("gold", "a")), &stopped)),
+            ["any", "gold"]
+        );
+    }
+}

@@ -1,0 +1,202 @@
+//! One Operator's reconcile: read the snapshot from the controller's caches, decide (the same
+//! code `explain` runs), then write only what changed: the BundleDeployment and the status by
+//! server-side apply, and events.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::events::EventType;
+use kube::runtime::reflector::{ObjectRef, Store as Reflector};
+use kube::{Client, ResourceExt};
+use olm_api::bundle_deployment::BundleDeployment;
+use olm_api::catalog::Catalog;
+use olm_api::conditions::{find_condition, set_condition};
+use olm_api::operator::{Operator, OperatorStatus};
+use olm_runtime::events::EventPublisher;
+
+use crate::FIELD_MANAGER;
+use crate::backoff::Backoffs;
+use crate::metrics::OperatorMetrics;
+use crate::plan::plan;
+use crate::resolution::{Resolver, Snapshot};
+use crate::status::{condition, reasons, types};
+
+/// Everything a reconcile needs.
+pub struct Context {
+    /// API client.
+    pub client: Client,
+    /// Resolution with its caches.
+    pub resolver: Arc<Resolver>,
+    /// The controller's cache of Operators.
+    pub operators: Reflector<Operator>,
+    /// The cache of BundleDeployments.
+    pub bundle_deployments: Reflector<BundleDeployment>,
+    /// The cache of Catalogs.
+    pub catalogs: Reflector<Catalog>,
+    /// Events.
+    pub events: EventPublisher,
+    /// operator_controller_* families.
+    pub metrics: OperatorMetrics,
+    /// Retry delays per Operator.
+    pub backoffs: Backoffs,
+    /// How often a resolved Operator is looked at again without a trigger.
+    pub resync: Duration,
+}
+
+/// Why a reconcile failed; it is retried with backoff.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An API call failed.
+    #[error("{0}: {1}")]
+    Kube(&'static str, #[source] kube::Error),
+    /// The catalogs the Operator may use could not be read (status says which).
+    #[error("catalog content could not be read")]
+    CatalogsUnavailable,
+}
+
+impl Context {
+    /// The objects resolution reads, from the caches.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            operators: self.operators.state(),
+            bundle_deployments: self.bundle_deployments.state(),
+            catalogs: self.catalogs.state(),
+        }
+    }
+}
+
+fn now() -> Time {
+    Time(k8s_openapi::jiff::Timestamp::now())
+}
+
+/// Reconciles one Operator.
+pub async fn reconcile(op: Arc<Operator>, ctx: &Context) -> Result<Action, Error> {
+    let name = op.name_any();
+    if op.metadata.deletion_timestamp.is_some() {
+        // Its BundleDeployment goes with it (the garbage collector follows the owner reference).
+        ctx.backoffs.reset(&name);
+        return Ok(Action::await_change());
+    }
+    let snapshot = ctx.snapshot();
+    let Some(decision) = ctx.resolver.decide(&snapshot, &name).await else {
+        return Ok(Action::await_change());
+    };
+    let existing = ctx.bundle_deployments.get(&ObjectRef::new(&name));
+    let mut plan = plan(&op, existing.as_deref(), &decision, &now());
+
+    if let Some(bd) = &plan.apply {
+        let api: Api<BundleDeployment> = Api::all(ctx.client.clone());
+        if let Err(e) = api
+            .patch(
+                &name,
+                &PatchParams::apply(FIELD_MANAGER).force(),
+                &Patch::Apply(bd),
+            )
+            .await
+        {
+            let message = format!("writing the BundleDeployment failed: {e}");
+            set_condition(
+                &mut plan.status.conditions,
+                condition(
+                    types::INSTALLED,
+                    "False",
+                    reasons::INSTALLATION_FAILED,
+                    message.clone(),
+                    op.metadata.generation,
+                    &now(),
+                ),
+            );
+            plan.status.installed_bundle_resource = None;
+            plan.status.installed_version = None;
+            write_status(ctx, &op, &plan.status).await?;
+            ctx.events
+                .publish(
+                    op.as_ref(),
+                    EventType::Warning,
+                    "InstallationFailed",
+                    "Apply",
+                    message,
+                )
+                .await;
+            return Err(Error::Kube("writing the BundleDeployment", e));
+        }
+    }
+    if plan.status_changed {
+        write_status(ctx, &op, &plan.status).await?;
+    }
+    for e in &plan.events {
+        let type_ = if e.warning {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        };
+        ctx.events
+            .publish(op.as_ref(), type_, e.reason, "Resolve", e.note.clone())
+            .await;
+    }
+    update_gauge(ctx, Some((&name, &plan.status)));
+    if plan.retry {
+        return Err(Error::CatalogsUnavailable);
+    }
+    ctx.backoffs.reset(&name);
+    Ok(Action::requeue(ctx.resync))
+}
+
+async fn write_status(ctx: &Context, op: &Operator, status: &OperatorStatus) -> Result<(), Error> {
+    let api: Api<Operator> = Api::all(ctx.client.clone());
+    let patch = serde_json::json!({
+        "apiVersion": "operators.operatorframework.io/v1alpha1",
+        "kind": "Operator",
+        "status": status,
+    });
+    api.patch_status(
+        &op.name_any(),
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(&patch),
+    )
+    .await
+    .map_err(|e| Error::Kube("writing the Operator status", e))?;
+    Ok(())
+}
+
+/// The status of condition `type_`: `True`, `False` or `Unknown` (also when absent).
+fn state(status: Option<&OperatorStatus>, type_: &str) -> &'static str {
+    match status
+        .and_then(|s| find_condition(&s.conditions, type_))
+        .map(|c| c.status.as_str())
+    {
+        Some("True") => "True",
+        Some("False") => "False",
+        _ => "Unknown",
+    }
+}
+
+/// Recounts Operators by their Resolved and Installed states; `just_written` overrides the
+/// cache for an Operator whose new status has not come back through the watch yet.
+pub fn update_gauge(ctx: &Context, just_written: Option<(&str, &OperatorStatus)>) {
+    let mut counts: HashMap<(&str, &str), i64> = HashMap::new();
+    for r in ["True", "False", "Unknown"] {
+        for i in ["True", "False", "Unknown"] {
+            counts.insert((r, i), 0);
+        }
+    }
+    for op in ctx.operators.state() {
+        let status = match just_written {
+            Some((name, s)) if op.metadata.name.as_deref() == Some(name) => Some(s),
+            _ => op.status.as_ref(),
+        };
+        *counts
+            .entry((
+                state(status, types::RESOLVED),
+                state(status, types::INSTALLED),
+            ))
+            .or_default() += 1;
+    }
+    for ((r, i), n) in counts {
+        ctx.metrics.operators.with_label_values(&[r, i]).set(n);
+    }
+}

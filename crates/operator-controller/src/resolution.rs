@@ -1,0 +1,421 @@
+//! Resolution as the controller and `explain` both run it: the Catalogs' content (through the
+//! content client), one index per set of contents, and joint answers for each group of
+//! Operators that can affect each other, memoized by everything the answer depends on. A
+//! catalog change re-indexes once; an Operator's change or a new BundleDeployment re-solves
+//! only its group.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use futures::future::join_all;
+use kube::ResourceExt;
+use olm_api::bundle_deployment::BundleDeployment;
+use olm_api::catalog::Catalog;
+use olm_api::operator::Operator;
+use olm_resolver::resolve::{
+    CatalogMeta, Index, Installed, Notice, Outcome, Request, ResolveError, Resolved, groups,
+    resolve_each,
+};
+
+use crate::content::{ContentClient, FetchError};
+use crate::inputs::{
+    Availability, CatalogFacts, Deployed, catalog_facts, deployed, request_of, selects,
+};
+use crate::metrics::OperatorMetrics;
+
+/// Memoized answers kept at most; past this the memo starts over.
+const MAX_ANSWERS: usize = 20_000;
+
+/// The objects resolution reads.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    /// Every Operator.
+    pub operators: Vec<Arc<Operator>>,
+    /// Every BundleDeployment.
+    pub bundle_deployments: Vec<Arc<BundleDeployment>>,
+    /// Every Catalog.
+    pub catalogs: Vec<Arc<Catalog>>,
+}
+
+/// Why a Catalog took no part in resolution.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeftOut {
+    /// catalogd does not serve it (yet).
+    NotServing(String),
+    /// Its content is not a valid catalog.
+    Invalid(String),
+    /// catalogd could not be reached for it: Operators that may use it wait.
+    Unreachable(String),
+}
+
+/// The answer for one Operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// A bundle was chosen.
+    Resolved(Resolved),
+    /// No bundle can be chosen; the message says why (`invalid_spec`: the spec itself is
+    /// wrong, e.g. a version range that does not parse).
+    Failed {
+        /// Whether the spec is invalid.
+        invalid_spec: bool,
+        /// Sentences a person can act on.
+        message: String,
+    },
+    /// Catalogs the Operator may use could not be read: nothing is decided.
+    Unknown(String),
+}
+
+/// Everything decided for one Operator, with what explains it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// The answer.
+    pub answer: Answer,
+    /// Catalogs its selector matches that took no part, and why.
+    pub left_out: Vec<(String, LeftOut)>,
+    /// Deprecation notices of the resolved bundle (package, requested channel, bundle).
+    pub notices: Vec<Notice>,
+    /// What its BundleDeployment deploys now, if it has one.
+    pub deployed: Option<Deployed>,
+    /// Whether the resolved bundle is a successor of the deployed one along the catalog's
+    /// upgrade edges.
+    pub via_edge: bool,
+    /// The content hash of the catalog the bundle came from.
+    pub catalog_hash: Option<String>,
+}
+
+struct Memo {
+    index_key: u64,
+    index: Arc<Index>,
+    generation: u64,
+    groups: HashMap<u64, Arc<Vec<usize>>>,
+    answers: HashMap<u64, Arc<Vec<(String, Outcome)>>>,
+}
+
+/// Resolution with its caches. Share it as `Arc<Resolver>`.
+pub struct Resolver {
+    content: Arc<ContentClient>,
+    metrics: Option<OperatorMetrics>,
+    memo: Mutex<Memo>,
+}
+
+/// A snapshot made ready: catalogs read, index built, Operators as requests, grouped.
+struct Prepared {
+    index: Arc<Index>,
+    generation: u64,
+    facts: Vec<CatalogFacts>,
+    hashes: HashMap<String, String>,
+    left_out: BTreeMap<String, LeftOut>,
+    operators: Vec<Arc<Operator>>,
+    requests: Vec<Request>,
+    groups: Arc<Vec<usize>>,
+    deployed: HashMap<String, Deployed>,
+}
+
+fn fingerprint(value: &impl Hash) -> u64 {
+    let mut h = DefaultHasher::new();
+    value.hash(&mut h);
+    h.finish()
+}
+
+impl Resolver {
+    /// A resolver reading content through `content`.
+    pub fn new(content: Arc<ContentClient>, metrics: Option<OperatorMetrics>) -> Self {
+        Self {
+            content,
+            metrics,
+            memo: Mutex::new(Memo {
+                index_key: 0,
+                index: Arc::new(Index::default()),
+                generation: 0,
+                groups: HashMap::new(),
+                answers: HashMap::new(),
+            }),
+        }
+    }
+
+    fn memo(&self) -> std::sync::MutexGuard<'_, Memo> {
+        self.memo.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The content client.
+    pub fn content(&self) -> &Arc<ContentClient> {
+        &self.content
+    }
+
+    async fn prepare(&self, snapshot: &Snapshot) -> Prepared {
+        let mut facts: Vec<CatalogFacts> =
+            snapshot.catalogs.iter().map(|c| catalog_facts(c)).collect();
+        facts.sort_by(|a, b| a.name.cmp(&b.name));
+        let fetched = join_all(facts.iter().map(|f| async move {
+            match &f.availability {
+                Availability::Serving { hash, url } => {
+                    Some(self.content.content(&f.name, hash, url).await)
+                }
+                Availability::NotServing(_) => None,
+            }
+        }))
+        .await;
+        let mut available = Vec::new();
+        let mut left_out = BTreeMap::new();
+        let mut hashes = HashMap::new();
+        for (f, got) in facts.iter().zip(fetched) {
+            match (got, &f.availability) {
+                (Some(Ok(content)), Availability::Serving { hash, .. }) => {
+                    hashes.insert(f.name.clone(), hash.clone());
+                    available.push((f, content));
+                }
+                (Some(Err(FetchError::Unreachable(m))), _) => {
+                    left_out.insert(f.name.clone(), LeftOut::Unreachable(m));
+                }
+                (Some(Err(FetchError::Invalid(m))), _) => {
+                    left_out.insert(f.name.clone(), LeftOut::Invalid(m));
+                }
+                (_, Availability::NotServing(why)) => {
+                    left_out.insert(f.name.clone(), LeftOut::NotServing(why.clone()));
+                }
+                (None, Availability::Serving { .. }) => {}
+            }
+        }
+        let index_key = fingerprint(
+            &available
+                .iter()
+                .map(|(f, c)| (&f.name, Arc::as_ptr(c) as usize, f.priority, &f.labels))
+                .collect::<Vec<_>>(),
+        );
+
+        let mut operators: Vec<Arc<Operator>> = snapshot
+            .operators
+            .iter()
+            .filter(|o| o.metadata.deletion_timestamp.is_none())
+            .cloned()
+            .collect();
+        operators.sort_by_key(|o| o.name_any());
+        let requests: Vec<Request> = operators.iter().map(|o| request_of(o)).collect();
+        let deployed: HashMap<String, Deployed> = snapshot
+            .bundle_deployments
+            .iter()
+            .map(|bd| (bd.name_any(), deployed(bd)))
+            .collect();
+
+        let (index, generation) = {
+            let mut memo = self.memo();
+            if memo.index_key != index_key || memo.generation == 0 {
+                let index = Index::from_contents(available.iter().map(|(f, c)| {
+                    (
+                        CatalogMeta {
+                            name: f.name.clone(),
+                            priority: f.priority,
+                            labels: f.labels.clone(),
+                        },
+                        c.clone(),
+                    )
+                }));
+                memo.index = Arc::new(index);
+                memo.index_key = index_key;
+                memo.generation += 1;
+                memo.groups.clear();
+                memo.answers.clear();
+            }
+            (memo.index.clone(), memo.generation)
+        };
+        let packages: Vec<&str> = requests.iter().map(|r| r.package_name.as_str()).collect();
+        let groups_key = fingerprint(&packages);
+        let cached = self.memo().groups.get(&groups_key).cloned();
+        let groups = match cached {
+            Some(g) => g,
+            None => {
+                let g = Arc::new(groups(&index, &packages));
+                let mut memo = self.memo();
+                if memo.generation == generation {
+                    memo.groups.insert(groups_key, g.clone());
+                }
+                g
+            }
+        };
+        Prepared {
+            index,
+            generation,
+            facts,
+            hashes,
+            left_out,
+            operators,
+            requests,
+            groups,
+            deployed,
+        }
+    }
+
+    /// Decides for the Operator `name`; `None` if it is not in the snapshot (or is being
+    /// deleted).
+    pub async fn decide(&self, snapshot: &Snapshot, name: &str) -> Option<Decision> {
+        let p = self.prepare(snapshot).await;
+        let i = p.operators.iter().position(|o| o.name_any() == name)?;
+        Some(self.decide_prepared(&p, i))
+    }
+
+    /// Decides for every Operator, by name.
+    pub async fn decide_all(&self, snapshot: &Snapshot) -> BTreeMap<String, Decision> {
+        let p = self.prepare(snapshot).await;
+        (0..p.operators.len())
+            .map(|i| (p.operators[i].name_any(), self.decide_prepared(&p, i)))
+            .collect()
+    }
+
+    fn decide_prepared(&self, p: &Prepared, i: usize) -> Decision {
+        let op = &p.operators[i];
+        let name = op.name_any();
+        let deployed = p.deployed.get(&name).cloned();
+        let matching: Vec<(String, LeftOut)> = p
+            .facts
+            .iter()
+            .filter(|f| selects(op, &f.labels))
+            .filter_map(|f| p.left_out.get(&f.name).map(|l| (f.name.clone(), l.clone())))
+            .collect();
+        let unreachable: Vec<String> = matching
+            .iter()
+            .filter_map(|(n, l)| match l {
+                LeftOut::Unreachable(m) => Some(format!("catalog {n:?}: {m}")),
+                _ => None,
+            })
+            .collect();
+        let mut decision = Decision {
+            answer: Answer::Unknown(String::new()),
+            left_out: matching,
+            notices: Vec::new(),
+            deployed,
+            via_edge: false,
+            catalog_hash: None,
+        };
+        if !unreachable.is_empty() {
+            decision.answer = Answer::Unknown(format!(
+                "the content of catalogs this Operator may use could not be read, so nothing was decided and its BundleDeployment is kept: {}",
+                unreachable.join("; ")
+            ));
+            return decision;
+        }
+        let outcome = self.group_outcome(p, i);
+        decision.answer = match outcome {
+            Ok(resolved) => {
+                let entry = &p.index.entries[resolved.entry];
+                decision.notices = p.index.notices(resolved.entry, op.spec.channel.as_deref());
+                decision.catalog_hash = p.hashes.get(&resolved.catalog).cloned();
+                if let Some(d) = &decision.deployed
+                    && let Some(bundle) = installed_bundle(&p.index, d)
+                    && bundle.0 != resolved.name
+                {
+                    decision.via_edge = entry.is_successor_of(
+                        &bundle.0,
+                        bundle.1.as_ref(),
+                        op.spec.channel.as_deref(),
+                    );
+                }
+                Answer::Resolved(resolved)
+            }
+            Err(e) => Answer::Failed {
+                invalid_spec: matches!(e, ResolveError::InvalidRequest(_)),
+                message: e.sentences().join(" "),
+            },
+        };
+        decision
+    }
+
+    /// The outcome of request `i`, from its group's memoized answer or a fresh solve.
+    fn group_outcome(&self, p: &Prepared, i: usize) -> Outcome {
+        let group = p.groups[i];
+        let members: Vec<usize> = (0..p.requests.len())
+            .filter(|&k| p.groups[k] == group)
+            .collect();
+        let requests: Vec<Request> = members.iter().map(|&k| p.requests[k].clone()).collect();
+        let mut installed: Vec<Installed> = Vec::new();
+        for &k in &members {
+            let Some(d) = p.deployed.get(&p.operators[k].name_any()) else {
+                continue;
+            };
+            let package = d
+                .package
+                .clone()
+                .unwrap_or_else(|| p.requests[k].package_name.clone());
+            if installed.iter().any(|x| x.package_name == package) {
+                continue;
+            }
+            if let Some((bundle, version)) = installed_bundle(&p.index, d) {
+                installed.push(Installed {
+                    package_name: package,
+                    bundle,
+                    version: version.map(|v| v.to_string()),
+                });
+            }
+        }
+        let key = fingerprint(&(
+            p.generation,
+            requests
+                .iter()
+                .map(|r| serde_json::to_string(r).unwrap_or_default())
+                .collect::<Vec<_>>(),
+            installed
+                .iter()
+                .map(|x| (&x.package_name, &x.bundle, &x.version))
+                .collect::<Vec<_>>(),
+        ));
+        let name = p.operators[i].name_any();
+        let pick = |answers: &[(String, Outcome)]| {
+            answers
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, o)| o.clone())
+        };
+        if let Some(answers) = self.memo().answers.get(&key).cloned()
+            && let Some(o) = pick(&answers)
+        {
+            return o;
+        }
+        let started = Instant::now();
+        let outcomes = resolve_each(&p.index, &requests, &installed);
+        if let Some(m) = &self.metrics {
+            m.resolution_duration
+                .observe(started.elapsed().as_secs_f64());
+        }
+        let answers: Arc<Vec<(String, Outcome)>> = Arc::new(
+            members
+                .iter()
+                .zip(outcomes)
+                .map(|(&k, o)| (p.operators[k].name_any(), o))
+                .collect(),
+        );
+        {
+            let mut memo = self.memo();
+            if memo.generation == p.generation {
+                if memo.answers.len() >= MAX_ANSWERS {
+                    memo.answers.clear();
+                }
+                memo.answers.insert(key, answers.clone());
+            }
+        }
+        pick(&answers).unwrap_or_else(|| {
+            Err(ResolveError::Unsatisfiable(vec![format!(
+                "Operator {name:?} was not part of its own resolution"
+            )]))
+        })
+    }
+}
+
+/// The bundle a BundleDeployment deploys, by name and version: from our labels, or else found
+/// by its image in the catalogs (BundleDeployments written by upstream carry no labels).
+fn installed_bundle(index: &Index, d: &Deployed) -> Option<(String, Option<semver::Version>)> {
+    let version = d
+        .version
+        .as_deref()
+        .and_then(|v| olm_resolver::range::parse_bundle_version(v).ok());
+    if let Some(bundle) = &d.bundle {
+        return Some((bundle.clone(), version));
+    }
+    let image = d.image.as_deref()?;
+    let entry = index
+        .entries
+        .iter()
+        .find(|e| e.image == image && d.package.as_ref().is_none_or(|p| *p == e.package))?;
+    Some((entry.name.clone(), Some(entry.version.clone())))
+}

@@ -1,0 +1,134 @@
+//! The Operator's conditions, as pure functions of what was decided and what the
+//! BundleDeployment reports. Reasons are upstream's where upstream has one.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use olm_api::bundle_deployment::BundleDeployment;
+use olm_api::conditions::find_condition;
+use olm_resolver::resolve::{Deprecated, Notice};
+
+/// Condition types.
+pub mod types {
+    /// Whether a bundle was resolved.
+    pub const RESOLVED: &str = "Resolved";
+    /// Whether the BundleDeployment installed it.
+    pub const INSTALLED: &str = "Installed";
+    /// Whether the catalog deprecates the package, the requested channel or the bundle.
+    pub const DEPRECATED: &str = "Deprecated";
+}
+
+/// Condition reasons.
+pub mod reasons {
+    /// Resolved or installed.
+    pub const SUCCESS: &str = "Success";
+    /// No bundle satisfies the spec (with the others).
+    pub const RESOLUTION_FAILED: &str = "ResolutionFailed";
+    /// The catalogs could not be read; nothing was decided.
+    pub const RESOLUTION_UNKNOWN: &str = "ResolutionUnknown";
+    /// The spec cannot be acted on (a version range that does not parse).
+    pub const INVALID_SPEC: &str = "InvalidSpec";
+    /// The BundleDeployment failed, or could not be written.
+    pub const INSTALLATION_FAILED: &str = "InstallationFailed";
+    /// The BundleDeployment has not reported (yet).
+    pub const INSTALLATION_STATUS_UNKNOWN: &str = "InstallationStatusUnknown";
+    /// The package is deprecated.
+    pub const PACKAGE_DEPRECATED: &str = "PackageDeprecated";
+    /// The requested channel is deprecated.
+    pub const CHANNEL_DEPRECATED: &str = "ChannelDeprecated";
+    /// The resolved bundle is deprecated.
+    pub const BUNDLE_DEPRECATED: &str = "BundleDeprecated";
+    /// Nothing is deprecated.
+    pub const NOT_DEPRECATED: &str = "NotDeprecated";
+    /// Nothing was resolved, so deprecation is not known.
+    pub const NOT_RESOLVED: &str = "NotResolved";
+}
+
+/// A condition; `status` is `True`, `False` or `Unknown`.
+pub fn condition(
+    type_: &str,
+    status: &str,
+    reason: &str,
+    message: impl Into<String>,
+    generation: Option<i64>,
+    now: &Time,
+) -> Condition {
+    Condition {
+        type_: type_.to_owned(),
+        status: status.to_owned(),
+        reason: reason.to_owned(),
+        message: message.into(),
+        observed_generation: generation,
+        last_transition_time: now.clone(),
+    }
+}
+
+/// What the BundleDeployment says of the installation: the `Installed` condition's status,
+/// reason and message, and the installed image when it is installed.
+pub fn installed_from(
+    bd: &BundleDeployment,
+) -> (&'static str, &'static str, String, Option<String>) {
+    let status = bd.status.as_ref();
+    let generation = bd.metadata.generation;
+    if let (Some(seen), Some(current)) = (status.and_then(|s| s.observed_generation), generation)
+        && seen < current
+    {
+        return (
+            "Unknown",
+            reasons::INSTALLATION_STATUS_UNKNOWN,
+            format!(
+                "waiting for the provisioner to observe generation {current} of the bundledeployment (it reported on {seen})"
+            ),
+            None,
+        );
+    }
+    match status.and_then(|s| find_condition(&s.conditions, types::INSTALLED)) {
+        None => (
+            "Unknown",
+            reasons::INSTALLATION_STATUS_UNKNOWN,
+            "bundledeployment status is unknown".to_owned(),
+            None,
+        ),
+        Some(c) if c.status == "True" => {
+            let image = bd
+                .spec
+                .template
+                .spec
+                .source
+                .image
+                .as_ref()
+                .map(|i| i.r#ref.clone())
+                .unwrap_or_default();
+            (
+                "True",
+                reasons::SUCCESS,
+                format!("installed from {image:?}"),
+                Some(image),
+            )
+        }
+        Some(c) => (
+            "False",
+            reasons::INSTALLATION_FAILED,
+            format!("bundledeployment not ready: {}", c.message),
+            None,
+        ),
+    }
+}
+
+/// The `Deprecated` condition's status, reason and message for a resolved bundle's notices:
+/// the reason names the widest notice (package, then channel, then bundle); the message has
+/// them all.
+pub fn deprecation(notices: &[Notice]) -> (&'static str, &'static str, String) {
+    let Some(first) = notices.iter().min_by_key(|n| n.what) else {
+        return ("False", reasons::NOT_DEPRECATED, String::new());
+    };
+    let reason = match first.what {
+        Deprecated::Package => reasons::PACKAGE_DEPRECATED,
+        Deprecated::Channel => reasons::CHANNEL_DEPRECATED,
+        Deprecated::Bundle => reasons::BUNDLE_DEPRECATED,
+    };
+    let message = notices
+        .iter()
+        .map(|n| n.message.trim())
+        .collect::<Vec<_>>()
+        .join("; ");
+    ("True", reason, message)
+}
