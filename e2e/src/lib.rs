@@ -14,6 +14,7 @@ pub mod catalogs;
 pub mod cluster;
 pub mod context;
 pub mod manager;
+pub mod operators;
 pub mod process;
 pub mod samples;
 pub mod serve;

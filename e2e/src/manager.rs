@@ -154,7 +154,10 @@ pub fn spawn(
     })?;
     let child = crate::process::spawn_tethered(binary, args, |c| {
         c.env("KUBECONFIG", kubeconfig)
-            .env("RUST_LOG", "info,catalogd=debug,kube=warn")
+            .env(
+                "RUST_LOG",
+                "info,catalogd=debug,operator_controller=debug,kube=warn",
+            )
             .stdin(Stdio::null())
             .stdout(file)
             .stderr(err);
@@ -351,4 +354,114 @@ fn wait_ready(admin_url: &str, manager: &Manager) -> Result<()> {
         // Polling a probe endpoint, bounded by the deadline above.
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
+}
+
+/// An operator-controller process: its admin (metrics, probes) URL.
+#[derive(Debug, Clone)]
+pub struct OperatorController {
+    /// The process.
+    pub manager: Manager,
+    /// Base URL of the admin server.
+    pub admin_url: String,
+    /// The kubeconfig it runs with (the `operator-controller` ServiceAccount).
+    pub kubeconfig: PathBuf,
+    name: String,
+    args: Vec<String>,
+    log_dir: PathBuf,
+}
+
+impl OperatorController {
+    /// Stops it and starts it again with the same flags, identity and admin port.
+    pub fn restart(&self) -> Result<OperatorController> {
+        self.manager.stop()?;
+        let log = self.log_dir.join(format!(
+            "{}-{}.log",
+            self.name,
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis())
+                .unwrap_or_default()
+        ));
+        let manager = spawn(
+            &binary("operator-controller")?,
+            &self.args,
+            &self.kubeconfig,
+            &log,
+            &self.manager.dir,
+        )?;
+        wait_ready(&self.admin_url, &manager)?;
+        Ok(OperatorController {
+            manager,
+            ..self.clone()
+        })
+    }
+}
+
+static OPERATOR_CONTROLLER: OnceLock<std::result::Result<OperatorController, String>> =
+    OnceLock::new();
+
+/// The operator-controller of this test process, started on first use as the
+/// `operator-controller` ServiceAccount.
+pub fn operator_controller() -> Result<&'static OperatorController> {
+    OPERATOR_CONTROLLER
+        .get_or_init(|| {
+            start_operator_controller_with("operator-controller", &[]).map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| Error::Cluster(e.clone()))
+}
+
+/// Starts an operator-controller of its own, named `name` in logs, as the
+/// `operator-controller` ServiceAccount, with the harness's flags (short recheck and backoff,
+/// so tests see changes quickly) and then `extra_args`.
+pub fn start_operator_controller_with(
+    name: &str,
+    extra_args: &[String],
+) -> Result<OperatorController> {
+    let base = run_base()?;
+    let dir = base.join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|source| Error::Io {
+        path: dir.display().to_string(),
+        source,
+    })?;
+    crate::process::remove_on_exit(&dir)?;
+    let kubeconfig = dir.join("kubeconfig");
+    let kc = kubeconfig.clone();
+    crate::cluster::run_blocking(async move {
+        let client = cluster::cluster()?.client().await?;
+        service_account_kubeconfig(
+            &client,
+            "operator-controller.yaml",
+            OLM_NAMESPACE,
+            "operator-controller",
+            &kc,
+        )
+        .await
+    })??;
+    let admin_port = free_port()?;
+    let mut args = vec![
+        format!("--admin-address=127.0.0.1:{admin_port}"),
+        "--catalog-recheck-seconds=2".into(),
+        "--max-backoff-seconds=4".into(),
+        "--fetch-timeout-seconds=10".into(),
+    ];
+    args.extend(extra_args.iter().cloned());
+    let manager = spawn(
+        &binary("operator-controller")?,
+        &args,
+        &kubeconfig,
+        &base.join("logs").join(format!("{name}.log")),
+        &dir,
+    )?;
+    let admin_url = format!("http://127.0.0.1:{admin_port}");
+    wait_ready(&admin_url, &manager)?;
+    Ok(OperatorController {
+        manager,
+        admin_url,
+        kubeconfig,
+        name: name.to_owned(),
+        args,
+        log_dir: base.join("logs"),
+    })
 }

@@ -68,16 +68,35 @@ pub fn build(
     settings: &Settings,
     ready: ReadinessHandle,
 ) -> (Controller<Operator>, Arc<Context>) {
-    let (operators, operators_writer) = reflector::store();
+    let (operators, operators_writer) = reflector::store::<Operator>();
+    // Operators re-queued because a member of their group changed or went away.
+    let (requeue_tx, requeue_rx) = futures::channel::mpsc::unbounded::<String>();
+    resolver.set_requeue(requeue_tx.clone());
+    let on_delete = {
+        let operators = operators.clone();
+        let resolver = resolver.clone();
+        move |gone: &Operator| {
+            let others: Vec<Arc<Operator>> = operators
+                .state()
+                .into_iter()
+                .filter(|o| o.name_any() != gone.name_any())
+                .collect();
+            for name in resolver.mates(&others, &gone.spec.package_name) {
+                let _ = requeue_tx.unbounded_send(name);
+            }
+        }
+    };
     let operator_stream = watcher(
         Api::<Operator>::all(client.clone()),
         watcher::Config::default().any_semantic(),
     )
     .default_backoff()
     .inspect(move |event| match event {
-        Ok(watcher::Event::InitDone | watcher::Event::Apply(_) | watcher::Event::Delete(_)) => {
-            ready.set_ready(true)
+        Ok(watcher::Event::Delete(gone)) => {
+            ready.set_ready(true);
+            on_delete(gone);
         }
+        Ok(watcher::Event::InitDone | watcher::Event::Apply(_)) => ready.set_ready(true),
         Ok(_) => {}
         Err(error) => {
             tracing::warn!(%error, "the Operator watch failed; not ready until it recovers");
@@ -142,7 +161,8 @@ pub fn build(
 
     let controller = Controller::for_stream(operator_stream, operators.clone())
         .owns_stream(bd_stream)
-        .watches_stream(catalog_stream, mapper);
+        .watches_stream(catalog_stream, mapper)
+        .reconcile_on(requeue_rx.map(|name| ObjectRef::new(&name)));
     let ctx = Arc::new(Context {
         client,
         resolver,

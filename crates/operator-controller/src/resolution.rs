@@ -99,6 +99,9 @@ pub struct Resolver {
     content: Arc<ContentClient>,
     metrics: Option<OperatorMetrics>,
     memo: Mutex<Memo>,
+    /// Where to send the names of Operators whose answer may have changed because another
+    /// member of their group changed (the controller re-queues them).
+    requeue: std::sync::OnceLock<futures::channel::mpsc::UnboundedSender<String>>,
 }
 
 /// A snapshot made ready: catalogs read, index built, Operators as requests, grouped.
@@ -133,7 +136,40 @@ impl Resolver {
                 groups: HashMap::new(),
                 answers: HashMap::new(),
             }),
+            requeue: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Sends the names of Operators to re-queue to `tx` from now on.
+    pub fn set_requeue(&self, tx: futures::channel::mpsc::UnboundedSender<String>) {
+        let _ = self.requeue.set(tx);
+    }
+
+    fn requeue(&self, names: impl IntoIterator<Item = String>) {
+        if let Some(tx) = self.requeue.get() {
+            for n in names {
+                let _ = tx.unbounded_send(n);
+            }
+        }
+    }
+
+    /// The Operators of `operators` whose answers an Operator for `package` can affect (its
+    /// group, by the current index), for when that Operator goes away.
+    pub fn mates(&self, operators: &[Arc<Operator>], package: &str) -> Vec<String> {
+        let index = self.memo().index.clone();
+        let mut packages: Vec<&str> = operators
+            .iter()
+            .map(|o| o.spec.package_name.as_str())
+            .collect();
+        packages.push(package);
+        let g = groups(&index, &packages);
+        let mine = g[g.len() - 1];
+        operators
+            .iter()
+            .zip(&g)
+            .filter(|(_, x)| **x == mine)
+            .map(|(o, _)| o.name_any())
+            .collect()
     }
 
     fn memo(&self) -> std::sync::MutexGuard<'_, Memo> {
@@ -384,6 +420,13 @@ impl Resolver {
                 .zip(outcomes)
                 .map(|(&k, o)| (p.operators[k].name_any(), o))
                 .collect(),
+        );
+        // A fresh answer for the group may change the other members' answers too.
+        self.requeue(
+            answers
+                .iter()
+                .map(|(n, _)| n.clone())
+                .filter(|n| *n != name),
         );
         {
             let mut memo = self.memo();

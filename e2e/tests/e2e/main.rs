@@ -4,6 +4,7 @@
 
 mod catalogd;
 mod garbage_collection;
+mod operators;
 mod samples;
 mod validation;
 mod version;
