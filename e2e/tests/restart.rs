@@ -3,20 +3,33 @@
 //! stored it, not to its name, and `contentURL` follows `--external-address`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
+use kube::ResourceExt;
+use kube::api::Api;
 use kube::api::{DeleteParams, Patch, PatchParams};
+use olm_api::bundle_deployment::BundleDeployment;
 use olm_api::conditions::find_condition;
+use olm_e2e::catalogs::metric;
 use olm_e2e::catalogs::{
     DEADLINE, configmap_source, create_catalog, example_catalog, put_catalog_configmap, status,
     unpacked_configmap_catalog, wait_reason, wait_unpacked,
 };
 use olm_e2e::context::TestContext;
-use olm_e2e::manager::catalogd;
+use olm_e2e::manager::{catalogd, operator_controller};
+use olm_e2e::operators::{
+    bundle_doc, bundle_image, channel_doc, cond, create_operator, package_doc, wait_bd_image,
+    wait_resolved,
+};
 use olm_e2e::wait::{wait_for, wait_for_deletion};
+
+/// The tests of this binary stop and start the managers they share: one at a time.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 #[tokio::test]
 async fn catalogd_restarts_serve_only_what_belongs_to_each_catalog() {
+    let _serial = SERIAL.lock().await;
     let ctx = TestContext::new("restart").await.unwrap();
-    let cd = catalogd().unwrap();
+    // Afresh, with its first flags, whatever the other test left.
+    let cd = catalogd().unwrap().restart(&[]).unwrap();
     let (name, cm) = (ctx.name("cat"), ctx.name("cat-cm"));
     let (api, first) = unpacked_configmap_catalog(&ctx, &name, &cm, &example_catalog("0.1.0"))
         .await
@@ -77,4 +90,95 @@ async fn catalogd_restarts_serve_only_what_belongs_to_each_catalog() {
     assert_eq!(moved.status.unwrap().content_hash, Some(hash));
     assert!(cd.manager.is_running());
     ctx.cleanup().await.unwrap();
+    // The next test starts the shared catalogd afresh.
+    cd.manager.stop().unwrap();
+}
+
+/// catalogd stopped: the Operator goes Resolved=Unknown and its BundleDeployment stays as it
+/// is; catalogd back: resolved again. operator-controller restarted: nothing is rewritten.
+#[tokio::test]
+async fn operators_wait_out_a_stopped_catalogd_and_a_restart_rewrites_nothing() {
+    let _serial = SERIAL.lock().await;
+    let ctx = TestContext::new("op-restart").await.unwrap();
+    // Afresh, with its first flags, whatever the other test left.
+    let cd = catalogd().unwrap().restart(&[]).unwrap();
+    let oc = operator_controller().unwrap();
+    let pkg = "restart-pkg";
+    let text = [
+        package_doc(pkg, "stable"),
+        channel_doc(pkg, "stable", &[("1.0.0", None, None)]),
+        bundle_doc(pkg, "1.0.0", "", ""),
+    ]
+    .concat();
+    unpacked_configmap_catalog(&ctx, &ctx.name("c"), &ctx.name("c"), &text)
+        .await
+        .unwrap();
+    let name = ctx.name("op");
+    let ops = create_operator(&ctx, &name, serde_json::json!({"packageName": pkg}))
+        .await
+        .unwrap();
+    let bd = wait_bd_image(&ctx, &name, &bundle_image(pkg, "1.0.0", ""))
+        .await
+        .unwrap();
+    wait_resolved(&ops, &name, "True", "Success").await.unwrap();
+
+    cd.manager.stop().unwrap();
+    let op = wait_resolved(&ops, &name, "Unknown", "ResolutionUnknown")
+        .await
+        .unwrap();
+    let (_, _, message) = cond(Some(&op), "Resolved");
+    assert!(message.contains("could not be reached"), "{message}");
+    let status = op.status.unwrap();
+    assert_eq!(status.resolved_version.as_deref(), Some("1.0.0"));
+    let bds: Api<BundleDeployment> = Api::all(ctx.client.clone());
+    assert_eq!(
+        bds.get(&name).await.unwrap().resource_version(),
+        bd.resource_version()
+    );
+
+    let cd = cd.restart(&[]).unwrap();
+    let op = wait_resolved(&ops, &name, "True", "Success").await.unwrap();
+    assert_eq!(
+        bds.get(&name).await.unwrap().resource_version(),
+        bd.resource_version()
+    );
+
+    // A restarted operator-controller reconciles (twice: start-up and a resync) and writes
+    // nothing.
+    let oc = oc.restart().unwrap();
+    let url = oc.admin_url.clone();
+    let deadline = std::time::Instant::now() + DEADLINE;
+    loop {
+        let done = metric(
+            &url,
+            "controller_runtime_reconcile_total",
+            &["controller=\"operator\"", "result=\"requeue_after\""],
+        )
+        .await
+        .unwrap();
+        if done >= 2.0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "operator-controller did not reconcile"
+        );
+        // Polling a metric, bounded by the deadline above.
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let after = ops.get(&name).await.unwrap();
+    assert_eq!(
+        after.resource_version(),
+        op.resource_version(),
+        "rewritten: {:#?} -> {:#?}",
+        op.status,
+        after.status
+    );
+    assert_eq!(
+        bds.get(&name).await.unwrap().resource_version(),
+        bd.resource_version()
+    );
+    assert!(cd.manager.is_running());
+    ctx.cleanup().await.unwrap();
+    cd.manager.stop().unwrap();
 }

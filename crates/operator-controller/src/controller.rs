@@ -173,6 +173,7 @@ pub fn build(
         metrics,
         backoffs: Backoffs::new(settings.max_backoff),
         resync: settings.resync,
+        written: Default::default(),
     });
     (controller, ctx)
 }

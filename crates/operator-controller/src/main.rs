@@ -47,8 +47,9 @@ struct Flags {
     /// Longest wait before retrying a failed Operator, in seconds.
     #[arg(long, default_value_t = 60)]
     max_backoff_seconds: u64,
-    /// How often a resolved Operator is looked at again without a trigger, in seconds.
-    #[arg(long, default_value_t = 600)]
+    /// How often an Operator is looked at again without a trigger, in seconds: at the latest
+    /// then, an unreachable catalogd is noticed (Resolved=Unknown).
+    #[arg(long, default_value_t = 120)]
     resync_seconds: u64,
     /// Log format: plain or json.
     #[arg(long, default_value = "plain", global = true)]

@@ -45,6 +45,53 @@ pub struct Context {
     pub backoffs: Backoffs,
     /// How often a resolved Operator is looked at again without a trigger.
     pub resync: Duration,
+    /// What this process last wrote, until the caches catch up.
+    pub written: Written,
+}
+
+/// The objects this process last wrote, each with the resourceVersion it replaced: until the
+/// watch delivers the write, the cache still holds that version, and planning from it would
+/// write again (a new transition time, a second event).
+#[derive(Default)]
+pub struct Written {
+    operators: std::sync::Mutex<HashMap<String, (String, Arc<Operator>)>>,
+    bundle_deployments: std::sync::Mutex<HashMap<String, (String, Arc<BundleDeployment>)>>,
+}
+
+/// `cached`, or what we wrote over it when the cache has not seen our write yet.
+fn fresher<K: kube::Resource>(
+    map: &std::sync::Mutex<HashMap<String, (String, Arc<K>)>>,
+    name: &str,
+    cached: Option<Arc<K>>,
+) -> Option<Arc<K>> {
+    let mut map = map
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    match (cached, map.get(name)) {
+        (Some(c), Some((replaced, ours)))
+            if c.meta().resource_version.as_deref() == Some(replaced.as_str())
+                && c.meta().uid == ours.meta().uid =>
+        {
+            Some(ours.clone())
+        }
+        (cached, _) => {
+            map.remove(name);
+            cached
+        }
+    }
+}
+
+fn remember<K>(
+    map: &std::sync::Mutex<HashMap<String, (String, Arc<K>)>>,
+    name: &str,
+    replaced: Option<String>,
+    ours: K,
+) {
+    if let Some(rv) = replaced {
+        map.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(name.to_owned(), (rv, Arc::new(ours)));
+    }
 }
 
 /// Why a reconcile failed; it is retried with backoff.
@@ -81,11 +128,18 @@ pub async fn reconcile(op: Arc<Operator>, ctx: &Context) -> Result<Action, Error
         ctx.backoffs.reset(&name);
         return Ok(Action::await_change());
     }
+    let Some(op) = fresher(&ctx.written.operators, &name, Some(op)) else {
+        return Ok(Action::await_change());
+    };
     let snapshot = ctx.snapshot();
     let Some(decision) = ctx.resolver.decide(&snapshot, &name).await else {
         return Ok(Action::await_change());
     };
-    let existing = ctx.bundle_deployments.get(&ObjectRef::new(&name));
+    let existing = fresher(
+        &ctx.written.bundle_deployments,
+        &name,
+        ctx.bundle_deployments.get(&ObjectRef::new(&name)),
+    );
     let mut plan = plan(&op, existing.as_deref(), &decision, &now());
 
     if let Some(bd) = &plan.apply {
@@ -148,18 +202,21 @@ pub async fn reconcile(op: Arc<Operator>, ctx: &Context) -> Result<Action, Error
 
 async fn write_status(ctx: &Context, op: &Operator, status: &OperatorStatus) -> Result<(), Error> {
     let api: Api<Operator> = Api::all(ctx.client.clone());
+    let name = op.name_any();
     let patch = serde_json::json!({
         "apiVersion": "operators.operatorframework.io/v1alpha1",
         "kind": "Operator",
         "status": status,
     });
-    api.patch_status(
-        &op.name_any(),
-        &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(&patch),
-    )
-    .await
-    .map_err(|e| Error::Kube("writing the Operator status", e))?;
+    let after = api
+        .patch_status(
+            &name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
+        .await
+        .map_err(|e| Error::Kube("writing the Operator status", e))?;
+    remember(&ctx.written.operators, &name, op.resource_version(), after);
     Ok(())
 }
 
