@@ -71,6 +71,8 @@ impl ContentClient {
         options: ContentOptions,
         metrics: Option<ContentMetrics>,
     ) -> Result<Self, BuildError> {
+        // reqwest is built without a provider of its own: it uses the process's (ring).
+        olm_runtime::install_crypto_provider();
         let mut builder = reqwest::Client::builder()
             .timeout(options.timeout)
             .connect_timeout(options.timeout.min(Duration::from_secs(10)));

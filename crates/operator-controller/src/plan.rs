@@ -232,23 +232,16 @@ pub fn plan(
     let (state, reason, message, image) = if let Some(e) = &install_error {
         ("False", reasons::INSTALLATION_FAILED, e.clone(), None)
     } else if let Some(bd) = &apply {
-        (
-            "Unknown",
-            reasons::INSTALLATION_STATUS_UNKNOWN,
-            format!(
-                "bundledeployment {:?} now asks for {:?}; waiting for its provisioner to report",
-                bd.name_any(),
-                bd.spec
-                    .template
-                    .spec
-                    .source
-                    .image
-                    .as_ref()
-                    .map(|i| i.r#ref.as_str())
-                    .unwrap_or_default()
-            ),
-            None,
-        )
+        // What the BundleDeployment will say once written (its status kept, its generation
+        // moved on when the spec changes), as the next reconcile reads it: so a change costs
+        // one status write, not two.
+        let mut written = bd.clone();
+        written.status = existing.and_then(|e| e.status.clone());
+        written.metadata.generation = existing.and_then(|e| {
+            let bump = i64::from(e.spec != bd.spec);
+            e.metadata.generation.map(|g| g + bump)
+        });
+        installed_from(&written)
     } else if let Some(bd) = existing {
         installed_from(bd)
     } else {

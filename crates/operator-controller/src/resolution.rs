@@ -104,17 +104,24 @@ pub struct Resolver {
     requeue: std::sync::OnceLock<futures::channel::mpsc::UnboundedSender<String>>,
 }
 
-/// A snapshot made ready: catalogs read, index built, Operators as requests, grouped.
-struct Prepared {
+/// A snapshot made ready: catalogs read, index built, Operators sorted and grouped. Only what
+/// every decision needs is computed here (once per reconcile, over all Operators, so kept
+/// cheap); requests and deployed bundles are read for the deciding Operator's group alone.
+struct Prepared<'a> {
     index: Arc<Index>,
     generation: u64,
     facts: Vec<CatalogFacts>,
     hashes: HashMap<String, String>,
     left_out: BTreeMap<String, LeftOut>,
-    operators: Vec<Arc<Operator>>,
-    requests: Vec<Request>,
+    operators: Vec<&'a Arc<Operator>>,
     groups: Arc<Vec<usize>>,
-    deployed: HashMap<String, Deployed>,
+    bundle_deployments: HashMap<&'a str, &'a Arc<BundleDeployment>>,
+}
+
+impl Prepared<'_> {
+    fn deployed(&self, name: &str) -> Option<Deployed> {
+        self.bundle_deployments.get(name).map(|bd| deployed(bd))
+    }
 }
 
 fn fingerprint(value: &impl Hash) -> u64 {
@@ -181,7 +188,7 @@ impl Resolver {
         &self.content
     }
 
-    async fn prepare(&self, snapshot: &Snapshot) -> Prepared {
+    async fn prepare<'a>(&self, snapshot: &'a Snapshot) -> Prepared<'a> {
         let mut facts: Vec<CatalogFacts> =
             snapshot.catalogs.iter().map(|c| catalog_facts(c)).collect();
         facts.sort_by(|a, b| a.name.cmp(&b.name));
@@ -222,18 +229,16 @@ impl Resolver {
                 .collect::<Vec<_>>(),
         );
 
-        let mut operators: Vec<Arc<Operator>> = snapshot
+        let mut operators: Vec<&Arc<Operator>> = snapshot
             .operators
             .iter()
             .filter(|o| o.metadata.deletion_timestamp.is_none())
-            .cloned()
             .collect();
-        operators.sort_by_key(|o| o.name_any());
-        let requests: Vec<Request> = operators.iter().map(|o| request_of(o)).collect();
-        let deployed: HashMap<String, Deployed> = snapshot
+        operators.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        let bundle_deployments: HashMap<&str, &Arc<BundleDeployment>> = snapshot
             .bundle_deployments
             .iter()
-            .map(|bd| (bd.name_any(), deployed(bd)))
+            .filter_map(|bd| Some((bd.metadata.name.as_deref()?, bd)))
             .collect();
 
         let (index, generation) = {
@@ -257,7 +262,10 @@ impl Resolver {
             }
             (memo.index.clone(), memo.generation)
         };
-        let packages: Vec<&str> = requests.iter().map(|r| r.package_name.as_str()).collect();
+        let packages: Vec<&str> = operators
+            .iter()
+            .map(|o| o.spec.package_name.as_str())
+            .collect();
         let groups_key = fingerprint(&packages);
         let cached = self.memo().groups.get(&groups_key).cloned();
         let groups = match cached {
@@ -278,9 +286,8 @@ impl Resolver {
             hashes,
             left_out,
             operators,
-            requests,
             groups,
-            deployed,
+            bundle_deployments,
         }
     }
 
@@ -288,7 +295,10 @@ impl Resolver {
     /// deleted).
     pub async fn decide(&self, snapshot: &Snapshot, name: &str) -> Option<Decision> {
         let p = self.prepare(snapshot).await;
-        let i = p.operators.iter().position(|o| o.name_any() == name)?;
+        let i = p
+            .operators
+            .iter()
+            .position(|o| o.metadata.name.as_deref() == Some(name))?;
         Some(self.decide_prepared(&p, i))
     }
 
@@ -303,7 +313,7 @@ impl Resolver {
     fn decide_prepared(&self, p: &Prepared, i: usize) -> Decision {
         let op = &p.operators[i];
         let name = op.name_any();
-        let deployed = p.deployed.get(&name).cloned();
+        let deployed = p.deployed(&name);
         let matching: Vec<(String, LeftOut)> = p
             .facts
             .iter()
@@ -361,23 +371,23 @@ impl Resolver {
     /// The outcome of request `i`, from its group's memoized answer or a fresh solve.
     fn group_outcome(&self, p: &Prepared, i: usize) -> Outcome {
         let group = p.groups[i];
-        let members: Vec<usize> = (0..p.requests.len())
+        let members: Vec<usize> = (0..p.operators.len())
             .filter(|&k| p.groups[k] == group)
             .collect();
-        let requests: Vec<Request> = members.iter().map(|&k| p.requests[k].clone()).collect();
+        let requests: Vec<Request> = members
+            .iter()
+            .map(|&k| request_of(p.operators[k]))
+            .collect();
         let mut installed: Vec<Installed> = Vec::new();
-        for &k in &members {
-            let Some(d) = p.deployed.get(&p.operators[k].name_any()) else {
+        for (&k, r) in members.iter().zip(&requests) {
+            let Some(d) = p.deployed(&p.operators[k].name_any()) else {
                 continue;
             };
-            let package = d
-                .package
-                .clone()
-                .unwrap_or_else(|| p.requests[k].package_name.clone());
+            let package = d.package.clone().unwrap_or_else(|| r.package_name.clone());
             if installed.iter().any(|x| x.package_name == package) {
                 continue;
             }
-            if let Some((bundle, version)) = installed_bundle(&p.index, d) {
+            if let Some((bundle, version)) = installed_bundle(&p.index, &d) {
                 installed.push(Installed {
                     package_name: package,
                     bundle,
