@@ -213,14 +213,7 @@ impl Catalogd {
         self.manager.stop()?;
         let mut args = self.args.clone();
         args.extend(extra_args.iter().cloned());
-        let log = self.log_dir.join(format!(
-            "{}-{}.log",
-            self.name,
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_millis())
-                .unwrap_or_default()
-        ));
+        let log = restart_log(&self.log_dir, &self.name);
         let manager = spawn(
             &binary("catalogd")?,
             &args,
@@ -279,20 +272,7 @@ fn run_base() -> Result<PathBuf> {
 /// `catalogd` ServiceAccount, with the harness's flags and then `extra_args` (a later flag
 /// wins). Its working folder (storage, kubeconfig) is removed when this process exits.
 pub fn start_catalogd_with(name: &str, extra_args: &[String]) -> Result<Catalogd> {
-    let base = run_base()?;
-    let dir = base.join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).map_err(|source| Error::Io {
-        path: dir.display().to_string(),
-        source,
-    })?;
-    crate::process::remove_on_exit(&dir)?;
-    let kubeconfig = dir.join("kubeconfig");
-    let kc = kubeconfig.clone();
-    crate::cluster::run_blocking(async move {
-        let client = cluster::cluster()?.client().await?;
-        service_account_kubeconfig(&client, "catalogd.yaml", OLM_NAMESPACE, "catalogd", &kc).await
-    })??;
+    let (base, dir, kubeconfig) = working_dir(name, "catalogd.yaml", "catalogd")?;
     let (content_port, admin_port) = free_ports()?;
     let storage = dir.join("storage");
     let content_url = format!("http://127.0.0.1:{content_port}");
@@ -325,6 +305,42 @@ pub fn start_catalogd_with(name: &str, extra_args: &[String]) -> Result<Catalogd
         kubeconfig,
         log_dir: base.join("logs"),
     })
+}
+
+/// A fresh working folder `<run>/<name>` for a manager (removed when this process exits), and a
+/// kubeconfig in it for the ServiceAccount `service_account` of `rbac_file` (applied first).
+/// Returns the run's base folder, the working folder and the kubeconfig.
+fn working_dir(
+    name: &str,
+    rbac_file: &'static str,
+    service_account: &'static str,
+) -> Result<(PathBuf, PathBuf, PathBuf)> {
+    let base = run_base()?;
+    let dir = base.join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|source| Error::Io {
+        path: dir.display().to_string(),
+        source,
+    })?;
+    crate::process::remove_on_exit(&dir)?;
+    let kubeconfig = dir.join("kubeconfig");
+    let kc = kubeconfig.clone();
+    crate::cluster::run_blocking(async move {
+        let client = cluster::cluster()?.client().await?;
+        service_account_kubeconfig(&client, rbac_file, OLM_NAMESPACE, service_account, &kc).await
+    })??;
+    Ok((base, dir, kubeconfig))
+}
+
+/// The log of a restarted manager: `<logs>/<name>-<unix millis>.log`, beside its first one.
+fn restart_log(log_dir: &Path, name: &str) -> PathBuf {
+    log_dir.join(format!(
+        "{name}-{}.log",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or_default()
+    ))
 }
 
 /// Waits (up to 60 s) until the manager's /readyz says ready; fails early if it exits.
@@ -374,14 +390,7 @@ impl OperatorController {
     /// Stops it and starts it again with the same flags, identity and admin port.
     pub fn restart(&self) -> Result<OperatorController> {
         self.manager.stop()?;
-        let log = self.log_dir.join(format!(
-            "{}-{}.log",
-            self.name,
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_millis())
-                .unwrap_or_default()
-        ));
+        let log = restart_log(&self.log_dir, &self.name);
         let manager = spawn(
             &binary("operator-controller")?,
             &self.args,
@@ -418,27 +427,8 @@ pub fn start_operator_controller_with(
     name: &str,
     extra_args: &[String],
 ) -> Result<OperatorController> {
-    let base = run_base()?;
-    let dir = base.join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).map_err(|source| Error::Io {
-        path: dir.display().to_string(),
-        source,
-    })?;
-    crate::process::remove_on_exit(&dir)?;
-    let kubeconfig = dir.join("kubeconfig");
-    let kc = kubeconfig.clone();
-    crate::cluster::run_blocking(async move {
-        let client = cluster::cluster()?.client().await?;
-        service_account_kubeconfig(
-            &client,
-            "operator-controller.yaml",
-            OLM_NAMESPACE,
-            "operator-controller",
-            &kc,
-        )
-        .await
-    })??;
+    let (base, dir, kubeconfig) =
+        working_dir(name, "operator-controller.yaml", "operator-controller")?;
     let admin_port = free_port()?;
     let mut args = vec![
         format!("--admin-address=127.0.0.1:{admin_port}"),

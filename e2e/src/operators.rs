@@ -147,3 +147,20 @@ pub async fn wait_bd_image(ctx: &TestContext, name: &str, image: &str) -> Result
     })
     .await
 }
+
+/// Runs `operator-controller explain` with `args`, as `oc`'s ServiceAccount.
+pub fn explain(
+    oc: &crate::manager::OperatorController,
+    args: &[&str],
+) -> Result<std::process::Output> {
+    let binary = crate::manager::binary("operator-controller")?;
+    std::process::Command::new(&binary)
+        .arg("explain")
+        .args(args)
+        .env("KUBECONFIG", &oc.kubeconfig)
+        .output()
+        .map_err(|source| Error::Io {
+            path: binary.display().to_string(),
+            source,
+        })
+}

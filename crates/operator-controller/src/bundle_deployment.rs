@@ -106,6 +106,17 @@ fn same_owner(a: &OwnerReference, b: &OwnerReference) -> bool {
         && a.api_version == b.api_version
 }
 
+/// The image of a BundleDeployment's source, if it has an image source.
+pub fn image_of(bd: &BundleDeployment) -> Option<&str> {
+    bd.spec
+        .template
+        .spec
+        .source
+        .image
+        .as_ref()
+        .map(|i| i.r#ref.as_str())
+}
+
 /// Whether `bd` is controlled by the Operator with `uid`.
 pub fn controlled_by(bd: &BundleDeployment, uid: &str) -> bool {
     bd.owner_references()

@@ -7,9 +7,7 @@ use std::sync::Arc;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, ListParams};
 use kube::{Client, ResourceExt};
-use olm_api::bundle_deployment::BundleDeployment;
-use olm_api::catalog::Catalog;
-use olm_api::operator::{Operator, OperatorStatus};
+use olm_api::operator::OperatorStatus;
 use serde::Serialize;
 
 use crate::inputs::deployed;
@@ -61,31 +59,27 @@ pub async fn explain(
     resolver: &Resolver,
     names: &[String],
 ) -> Result<Vec<Report>, kube::Error> {
-    let lp = ListParams::default();
     let snapshot = Snapshot {
-        operators: Api::<Operator>::all(client.clone())
-            .list(&lp)
-            .await?
-            .items
-            .into_iter()
-            .map(Arc::new)
-            .collect(),
-        bundle_deployments: Api::<BundleDeployment>::all(client.clone())
-            .list(&lp)
-            .await?
-            .items
-            .into_iter()
-            .map(Arc::new)
-            .collect(),
-        catalogs: Api::<Catalog>::all(client.clone())
-            .list(&lp)
-            .await?
-            .items
-            .into_iter()
-            .map(Arc::new)
-            .collect(),
+        operators: list(client).await?,
+        bundle_deployments: list(client).await?,
+        catalogs: list(client).await?,
     };
     Ok(reports(resolver, &snapshot, names).await)
+}
+
+/// Every object of a cluster-scoped kind.
+async fn list<K>(client: &Client) -> Result<Vec<Arc<K>>, kube::Error>
+where
+    K: kube::Resource<Scope = kube::core::ClusterResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let items = Api::<K>::all(client.clone())
+        .list(&ListParams::default())
+        .await?
+        .items;
+    Ok(items.into_iter().map(Arc::new).collect())
 }
 
 /// Explains the Operators of `snapshot` named (all when `names` is empty).

@@ -137,14 +137,7 @@ pub fn deployed(bd: &BundleDeployment) -> Deployed {
         package: label(PACKAGE_LABEL),
         bundle: label(BUNDLE_LABEL),
         version: label(VERSION_LABEL),
-        image: bd
-            .spec
-            .template
-            .spec
-            .source
-            .image
-            .as_ref()
-            .map(|i| i.r#ref.clone()),
+        image: crate::bundle_deployment::image_of(bd).map(str::to_owned),
     }
 }
 

@@ -99,7 +99,7 @@ async fn main() -> Result<()> {
     let flags = Flags::parse();
     if let Some(Command::Explain { names, output }) = &flags.command {
         // Logs would mix with the report: only warnings, on stderr.
-        telemetry::init_tracing(flags.log_format, "warn")?;
+        telemetry::init_cli_tracing("warn")?;
         let client = olm_runtime::client::client()
             .await
             .context("connecting to the Kubernetes API")?;

@@ -397,10 +397,7 @@ impl Resolver {
         }
         let key = fingerprint(&(
             p.generation,
-            requests
-                .iter()
-                .map(|r| serde_json::to_string(r).unwrap_or_default())
-                .collect::<Vec<_>>(),
+            &requests,
             installed
                 .iter()
                 .map(|x| (&x.package_name, &x.bundle, &x.version))

@@ -88,15 +88,9 @@ pub fn installed_from(
             None,
         ),
         Some(c) if c.status == "True" => {
-            let image = bd
-                .spec
-                .template
-                .spec
-                .source
-                .image
-                .as_ref()
-                .map(|i| i.r#ref.clone())
-                .unwrap_or_default();
+            let image = crate::bundle_deployment::image_of(bd)
+                .unwrap_or_default()
+                .to_owned();
             (
                 "True",
                 reasons::SUCCESS,

@@ -62,6 +62,22 @@ pub fn init_tracing(format: LogFormat, default_filter: &str) -> Result<(), Error
     installed.map_err(Error::TracingInit)
 }
 
+/// Installs a global subscriber for a command-line tool whose stdout is its output (a
+/// report, JSON): plain logs on stderr. The filter is chosen as by [`init_tracing`].
+///
+/// # Errors
+///
+/// As [`init_tracing`].
+pub fn init_cli_tracing(default_filter: &str) -> Result<(), Error> {
+    let filter = filter(std::env::var("RUST_LOG"), default_filter)?;
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init()
+        .map_err(Error::TracingInit)
+}
+
 fn filter(
     rust_log: Result<String, std::env::VarError>,
     default_filter: &str,

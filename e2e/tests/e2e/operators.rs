@@ -536,11 +536,7 @@ async fn installed_follows_the_bundle_deployment_status_and_explain_agrees() {
 
     // explain prints what the controller wrote, and writes nothing.
     let rv = op.resource_version();
-    let out = std::process::Command::new(olm_e2e::manager::binary("operator-controller").unwrap())
-        .args(["explain", "-o", "json", &name])
-        .env("KUBECONFIG", &oc.kubeconfig)
-        .output()
-        .unwrap();
+    let out = explain(oc, &["-o", "json", &name]).unwrap();
     assert!(
         out.status.success(),
         "{}",
@@ -580,11 +576,7 @@ async fn installed_follows_the_bundle_deployment_status_and_explain_agrees() {
         })
         .collect();
     assert_eq!(written, explained);
-    let text = std::process::Command::new(olm_e2e::manager::binary("operator-controller").unwrap())
-        .args(["explain", &name])
-        .env("KUBECONFIG", &oc.kubeconfig)
-        .output()
-        .unwrap();
+    let text = explain(oc, &[&name]).unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(
         text.contains("is up to date") && text.contains("Installed=False InstallationFailed"),

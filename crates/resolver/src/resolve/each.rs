@@ -43,12 +43,7 @@ pub fn resolve_each(index: &Index, requests: &[Request], installed: &[Installed]
         let all: Vec<usize> = (0..compiled.len()).collect();
         match super::solve(&mut solver, &all) {
             Ok(solution) => {
-                let provider = solver.provider();
-                let chosen: Vec<usize> = solution
-                    .iter()
-                    .filter(|&&s| provider.is_bundle(s))
-                    .map(|&s| provider.entry_of(s))
-                    .collect();
+                let chosen = solver.provider().chosen_bundles(&solution);
                 for (i, c) in &active {
                     let package = &c.request.package_name;
                     let found = chosen

@@ -136,12 +136,7 @@ pub fn resolve(
             ));
         }
     };
-    let provider = solver.provider();
-    let chosen: Vec<usize> = solution
-        .iter()
-        .filter(|&&s| provider.is_bundle(s))
-        .map(|&s| provider.entry_of(s))
-        .collect();
+    let chosen = solver.provider().chosen_bundles(&solution);
     let mut resolved = Vec::new();
     let mut ties = Vec::new();
     for (i, c) in compiled.iter().enumerate() {

@@ -129,6 +129,15 @@ impl<'a> Provider<'a> {
         }
     }
 
+    /// The bundles (index entries) of a solution, without the GVK claims.
+    pub fn chosen_bundles(&self, solution: &[SolvableId]) -> Vec<usize> {
+        solution
+            .iter()
+            .filter(|&&s| self.is_bundle(s))
+            .map(|&s| self.entry_of(s))
+            .collect()
+    }
+
     /// Whether a solvable is a bundle (not a GVK claim).
     pub fn is_bundle(&self, s: SolvableId) -> bool {
         matches!(self.pool.resolve_solvable(s).record, Record::Bundle(_))

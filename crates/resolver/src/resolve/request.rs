@@ -8,7 +8,7 @@ use super::selector::LabelSelector;
 use crate::range::masterminds;
 
 /// How upgrades of an installed bundle are constrained.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum UpgradeConstraintPolicy {
     /// Only successors along the catalog's upgrade edges, or staying put.
     #[default]
@@ -18,7 +18,7 @@ pub enum UpgradeConstraintPolicy {
 }
 
 /// A request for one package (an Operator's spec).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Request {
     /// How messages name the request (an Operator's name); the package name when absent.
