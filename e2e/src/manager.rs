@@ -435,7 +435,6 @@ pub fn start_operator_controller_with(
         "--catalog-recheck-seconds=2".into(),
         "--max-backoff-seconds=4".into(),
         "--fetch-timeout-seconds=10".into(),
-        "--resync-seconds=3".into(),
     ];
     args.extend(extra_args.iter().cloned());
     let manager = spawn(

@@ -57,6 +57,8 @@ pub struct Settings {
     pub max_backoff: Duration,
     /// How often a resolved Operator is looked at again without a trigger.
     pub resync: Duration,
+    /// How often the prober asks catalogd about each serving Catalog.
+    pub probe_interval: Duration,
 }
 
 /// Builds the controller and its context; `ready` follows the Operator watch.
@@ -72,6 +74,7 @@ pub fn build(
     // Operators re-queued because a member of their group changed or went away.
     let (requeue_tx, requeue_rx) = futures::channel::mpsc::unbounded::<String>();
     resolver.set_requeue(requeue_tx.clone());
+    let requeue_tx_for_ctx = requeue_tx.clone();
     let on_delete = {
         let operators = operators.clone();
         let resolver = resolver.clone();
@@ -174,6 +177,8 @@ pub fn build(
         backoffs: Backoffs::new(settings.max_backoff),
         resync: settings.resync,
         written: Default::default(),
+        requeue: requeue_tx_for_ctx,
+        probe_interval: settings.probe_interval,
     });
     (controller, ctx)
 }
@@ -220,6 +225,14 @@ pub async fn run(
     concurrency: u16,
     shutdown: CancellationToken,
 ) {
+    tokio::spawn(crate::probe::run(
+        ctx.catalogs.clone(),
+        ctx.operators.clone(),
+        ctx.resolver.content().clone(),
+        ctx.probe_interval,
+        ctx.requeue.clone(),
+        shutdown.clone(),
+    ));
     let ctx = Arc::new((ctx, metrics));
     controller
         .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))

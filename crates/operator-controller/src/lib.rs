@@ -16,6 +16,7 @@ pub mod explain;
 pub mod inputs;
 pub mod metrics;
 pub mod plan;
+pub mod probe;
 pub mod reconcile;
 pub mod resolution;
 pub mod status;

@@ -47,9 +47,9 @@ struct Flags {
     /// Longest wait before retrying a failed Operator, in seconds.
     #[arg(long, default_value_t = 60)]
     max_backoff_seconds: u64,
-    /// How often an Operator is looked at again without a trigger, in seconds: at the latest
-    /// then, an unreachable catalogd is noticed (Resolved=Unknown).
-    #[arg(long, default_value_t = 120)]
+    /// How often an Operator is looked at again without a trigger, in seconds (changes of
+    /// catalogd's reachability are noticed by the prober every --catalog-recheck-seconds).
+    #[arg(long, default_value_t = 600)]
     resync_seconds: u64,
     /// Log format: plain or json.
     #[arg(long, default_value = "plain", global = true)]
@@ -146,6 +146,7 @@ async fn main() -> Result<()> {
         concurrency: flags.concurrency.max(1),
         max_backoff: Duration::from_secs(flags.max_backoff_seconds.max(1)),
         resync: Duration::from_secs(flags.resync_seconds.max(1)),
+        probe_interval: Duration::from_secs(flags.catalog_recheck_seconds.max(1)),
     };
     let (controller, ctx) = controller::build(
         client.clone(),

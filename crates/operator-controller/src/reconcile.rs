@@ -47,6 +47,10 @@ pub struct Context {
     pub resync: Duration,
     /// What this process last wrote, until the caches catch up.
     pub written: Written,
+    /// Names of Operators to re-queue (group mates, the prober's).
+    pub requeue: futures::channel::mpsc::UnboundedSender<String>,
+    /// How often the prober asks catalogd about each serving Catalog.
+    pub probe_interval: Duration,
 }
 
 /// The objects this process last wrote, each with the resourceVersion it replaced: until the
