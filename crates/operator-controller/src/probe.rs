@@ -82,8 +82,14 @@ mod tests {
         let mut last = HashMap::new();
         assert!(changed(&mut last, seen(&[("a", true), ("b", false)])).is_empty());
         assert!(changed(&mut last, seen(&[("a", true), ("b", false)])).is_empty());
-        assert_eq!(changed(&mut last, seen(&[("a", false), ("b", false)])), ["a"]);
-        assert_eq!(changed(&mut last, seen(&[("a", true), ("b", true)])), ["a", "b"]);
+        assert_eq!(
+            changed(&mut last, seen(&[("a", false), ("b", false)])),
+            ["a"]
+        );
+        assert_eq!(
+            changed(&mut last, seen(&[("a", true), ("b", true)])),
+            ["a", "b"]
+        );
         // Gone and back: a first sight again.
         assert!(changed(&mut last, seen(&[("b", true)])).is_empty());
         assert!(changed(&mut last, seen(&[("a", false), ("b", true)])).is_empty());
