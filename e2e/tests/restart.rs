@@ -171,8 +171,8 @@ async fn operators_wait_out_a_stopped_catalogd_and_a_restart_rewrites_nothing() 
         after.resource_version(),
         op.resource_version(),
         "rewritten: {:#?} -> {:#?}",
-        op.status,
-        after.status
+        (&op.status, &op.metadata.managed_fields),
+        (&after.status, &after.metadata.managed_fields)
     );
     assert_eq!(
         bds.get(&name).await.unwrap().resource_version(),

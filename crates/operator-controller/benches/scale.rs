@@ -191,7 +191,7 @@ async fn round(resolver: &Resolver, snapshot: &mut Snapshot) -> (usize, usize) {
         let existing = snapshot
             .bundle_deployments
             .iter()
-            .position(|b| b.name_any() == name);
+            .position(|b| b.metadata.name.as_deref() == Some(name.as_str()));
         let p = plan(
             &op,
             existing.map(|e| snapshot.bundle_deployments[e].as_ref()),
@@ -286,6 +286,14 @@ async fn main() {
     let (bds, statuses) = round(&resolver, &mut snapshot).await;
     println!(
         "the writes' own re-queues (BundleDeployments now at the new heads): {:?}; {bds} + {statuses} writes",
+        started.elapsed()
+    );
+    // After the grace, one fresh solve per group confirms the reused answers.
+    tokio::time::sleep(Duration::from_millis(2_100)).await;
+    let started = Instant::now();
+    let (bds, statuses) = round(&resolver, &mut snapshot).await;
+    println!(
+        "the confirmation after the grace (one fresh solve per group): {:?}; {bds} + {statuses} writes",
         started.elapsed()
     );
     println!(

@@ -210,7 +210,7 @@ fn error_policy(
         Error::CatalogsUnavailable => {
             tracing::info!(operator = %name, ?wait, "catalog content unavailable; retrying")
         }
-        Error::Kube(..) => {
+        Error::Kube(..) | Error::CachesClosed => {
             tracing::warn!(operator = %name, error = %olm_runtime::error_chain(error), ?wait, "reconcile failed; retrying")
         }
     }

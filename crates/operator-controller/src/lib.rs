@@ -14,6 +14,7 @@ pub mod content;
 pub mod controller;
 pub mod explain;
 pub mod inputs;
+pub mod memo;
 pub mod metrics;
 pub mod plan;
 pub mod probe;

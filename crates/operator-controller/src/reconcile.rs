@@ -107,6 +107,9 @@ pub enum Error {
     /// The catalogs the Operator may use could not be read (status says which).
     #[error("catalog content could not be read")]
     CatalogsUnavailable,
+    /// The Catalog or BundleDeployment watch stopped (the manager is shutting down).
+    #[error("the Catalog or BundleDeployment cache is closed")]
+    CachesClosed,
 }
 
 impl Context {
@@ -135,6 +138,13 @@ pub async fn reconcile(op: Arc<Operator>, ctx: &Context) -> Result<Action, Error
     let Some(op) = fresher(&ctx.written.operators, &name, Some(op)) else {
         return Ok(Action::await_change());
     };
+    // Deciding from half-filled caches would flap status (no Catalogs yet: "no catalog has
+    // the package") and rewrite BundleDeployments: wait until each has listed once.
+    if ctx.catalogs.wait_until_ready().await.is_err()
+        || ctx.bundle_deployments.wait_until_ready().await.is_err()
+    {
+        return Err(Error::CachesClosed);
+    }
     let snapshot = ctx.snapshot();
     let Some(decision) = ctx.resolver.decide(&snapshot, &name).await else {
         return Ok(Action::await_change());

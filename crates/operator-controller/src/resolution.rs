@@ -8,7 +8,7 @@ use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 use kube::ResourceExt;
@@ -22,12 +22,15 @@ use olm_resolver::resolve::{
 
 use crate::content::{ContentClient, FetchError};
 use crate::inputs::{
-    Availability, CatalogFacts, Deployed, catalog_facts, deployed, request_of, selects,
+    Availability, BUNDLE_LABEL, CatalogFacts, Deployed, catalog_facts, deployed, request_of,
+    selects,
 };
+use crate::memo::{Answers, Base, Use, use_latest};
 use crate::metrics::OperatorMetrics;
 
-/// Memoized answers kept at most; past this the memo starts over.
-const MAX_ANSWERS: usize = 20_000;
+/// How long a group's answer is reused for BundleDeployments that moved to it, before one
+/// fresh solve confirms it (see [`crate::memo`]).
+const GRACE: Duration = Duration::from_secs(2);
 
 /// The objects resolution reads.
 #[derive(Debug, Clone, Default)]
@@ -90,8 +93,8 @@ struct Memo {
     index_key: u64,
     index: Arc<Index>,
     generation: u64,
-    groups: HashMap<u64, Arc<Vec<usize>>>,
-    answers: HashMap<u64, Arc<Vec<(String, Outcome)>>>,
+    groups: HashMap<u64, Arc<HashMap<String, usize>>>,
+    answers: crate::memo::Memo,
 }
 
 /// Resolution with its caches. Share it as `Arc<Resolver>`.
@@ -113,14 +116,22 @@ struct Prepared<'a> {
     facts: Vec<CatalogFacts>,
     hashes: HashMap<String, String>,
     left_out: BTreeMap<String, LeftOut>,
+    /// The Operators not being deleted, in snapshot order.
     operators: Vec<&'a Arc<Operator>>,
-    groups: Arc<Vec<usize>>,
+    /// Package → its group.
+    group_of: Arc<HashMap<String, usize>>,
     bundle_deployments: HashMap<&'a str, &'a Arc<BundleDeployment>>,
 }
 
 impl Prepared<'_> {
     fn deployed(&self, name: &str) -> Option<Deployed> {
         self.bundle_deployments.get(name).map(|bd| deployed(bd))
+    }
+
+    fn group(&self, k: usize) -> Option<usize> {
+        self.group_of
+            .get(&self.operators[k].spec.package_name)
+            .copied()
     }
 }
 
@@ -141,7 +152,7 @@ impl Resolver {
                 index: Arc::new(Index::default()),
                 generation: 0,
                 groups: HashMap::new(),
-                answers: HashMap::new(),
+                answers: crate::memo::Memo::default(),
             }),
             requeue: std::sync::OnceLock::new(),
         }
@@ -150,6 +161,21 @@ impl Resolver {
     /// Sends the names of Operators to re-queue to `tx` from now on.
     pub fn set_requeue(&self, tx: futures::channel::mpsc::UnboundedSender<String>) {
         let _ = self.requeue.set(tx);
+    }
+
+    /// Re-queues `names` after `delay` (from a task, so the reconcile does not wait).
+    fn requeue_after(&self, delay: Duration, names: Vec<String>) {
+        let (Some(tx), Ok(runtime)) = (self.requeue.get(), tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        let tx = tx.clone();
+        runtime.spawn(async move {
+            tokio::time::sleep(delay).await;
+            for n in names {
+                let _ = tx.unbounded_send(n);
+            }
+        });
     }
 
     fn requeue(&self, names: impl IntoIterator<Item = String>) {
@@ -229,16 +255,10 @@ impl Resolver {
                 .collect::<Vec<_>>(),
         );
 
-        let mut operators: Vec<&Arc<Operator>> = snapshot
+        let operators: Vec<&Arc<Operator>> = snapshot
             .operators
             .iter()
             .filter(|o| o.metadata.deletion_timestamp.is_none())
-            .collect();
-        operators.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-        let bundle_deployments: HashMap<&str, &Arc<BundleDeployment>> = snapshot
-            .bundle_deployments
-            .iter()
-            .filter_map(|bd| Some((bd.metadata.name.as_deref()?, bd)))
             .collect();
 
         let (index, generation) = {
@@ -262,16 +282,35 @@ impl Resolver {
             }
             (memo.index.clone(), memo.generation)
         };
-        let packages: Vec<&str> = operators
-            .iter()
-            .map(|o| o.spec.package_name.as_str())
-            .collect();
-        let groups_key = fingerprint(&packages);
+        // The grouping depends only on the set of requested packages: keyed by an
+        // order-independent hash of it, so the many reconciles of one snapshot neither sort
+        // nor collect the Operators.
+        let groups_key = operators.iter().fold(0u64, |acc, o| {
+            acc.wrapping_add(fingerprint(&o.spec.package_name))
+        });
         let cached = self.memo().groups.get(&groups_key).cloned();
-        let groups = match cached {
-            Some(g) => g,
-            None => {
-                let g = Arc::new(groups(&index, &packages));
+        let group_of = match cached {
+            Some(g)
+                if operators
+                    .iter()
+                    .all(|o| g.contains_key(&o.spec.package_name)) =>
+            {
+                g
+            }
+            _ => {
+                let packages: std::collections::BTreeSet<&str> = operators
+                    .iter()
+                    .map(|o| o.spec.package_name.as_str())
+                    .collect();
+                let packages: Vec<&str> = packages.into_iter().collect();
+                let numbers = groups(&index, &packages);
+                let g: Arc<HashMap<String, usize>> = Arc::new(
+                    packages
+                        .iter()
+                        .zip(numbers)
+                        .map(|(p, n)| ((*p).to_owned(), n))
+                        .collect(),
+                );
                 let mut memo = self.memo();
                 if memo.generation == generation {
                     memo.groups.insert(groups_key, g.clone());
@@ -286,8 +325,12 @@ impl Resolver {
             hashes,
             left_out,
             operators,
-            groups,
-            bundle_deployments,
+            group_of,
+            bundle_deployments: snapshot
+                .bundle_deployments
+                .iter()
+                .filter_map(|bd| Some((bd.metadata.name.as_deref()?, bd)))
+                .collect(),
         }
     }
 
@@ -370,10 +413,68 @@ impl Resolver {
 
     /// The outcome of request `i`, from its group's memoized answer or a fresh solve.
     fn group_outcome(&self, p: &Prepared, i: usize) -> Outcome {
-        let group = p.groups[i];
-        let members: Vec<usize> = (0..p.operators.len())
-            .filter(|&k| p.groups[k] == group)
+        let group = p.group(i);
+        let mut members: Vec<usize> = (0..p.operators.len())
+            .filter(|&k| k == i || (group.is_some() && p.group(k) == group))
             .collect();
+        // Requests in name order: the memo key and the solve do not depend on cache order.
+        members.sort_by(|&a, &b| {
+            p.operators[a]
+                .metadata
+                .name
+                .cmp(&p.operators[b].metadata.name)
+        });
+        // The memo keys, from what the answer depends on, without building requests: each
+        // member's spec (its generation moves with every spec change) and, for the full key,
+        // what its BundleDeployment deploys.
+        let mut h = DefaultHasher::new();
+        p.generation.hash(&mut h);
+        for &k in &members {
+            let op = p.operators[k];
+            (&op.metadata.name, &op.metadata.uid, op.metadata.generation).hash(&mut h);
+            if op.metadata.generation.is_none() {
+                serde_json::to_string(&op.spec)
+                    .unwrap_or_default()
+                    .hash(&mut h);
+            }
+        }
+        let spec_key = h.finish();
+        let bases: Vec<Base> = members
+            .iter()
+            .map(|&k| {
+                let bd = p.operators[k]
+                    .metadata
+                    .name
+                    .as_deref()
+                    .and_then(|n| p.bundle_deployments.get(n))?;
+                Some((
+                    bd.labels().get(BUNDLE_LABEL).cloned(),
+                    crate::bundle_deployment::image_of(bd).map(str::to_owned),
+                ))
+            })
+            .collect();
+        let key = fingerprint(&(spec_key, &bases));
+        let name = p.operators[i].name_any();
+        let (exact, latest) = {
+            let memo = self.memo();
+            (memo.answers.get(key), memo.answers.latest(spec_key))
+        };
+        if let Some(o) = exact.and_then(|a| a.pick(&name)) {
+            return o;
+        }
+        if let Some(latest) = latest {
+            let now = Instant::now();
+            if let Use::Reuse { confirm_later } = use_latest(&latest, &bases, now, GRACE)
+                && let Some(o) = latest.answers.pick(&name)
+            {
+                if confirm_later {
+                    self.memo().answers.mark_stale(spec_key, now);
+                    let names = members.iter().map(|&k| p.operators[k].name_any()).collect();
+                    self.requeue_after(GRACE, names);
+                }
+                return o;
+            }
+        }
         let requests: Vec<Request> = members
             .iter()
             .map(|&k| request_of(p.operators[k]))
@@ -395,42 +496,24 @@ impl Resolver {
                 });
             }
         }
-        let key = fingerprint(&(
-            p.generation,
-            &requests,
-            installed
-                .iter()
-                .map(|x| (&x.package_name, &x.bundle, &x.version))
-                .collect::<Vec<_>>(),
-        ));
-        let name = p.operators[i].name_any();
-        let pick = |answers: &[(String, Outcome)]| {
-            answers
-                .iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, o)| o.clone())
-        };
-        if let Some(answers) = self.memo().answers.get(&key).cloned()
-            && let Some(o) = pick(&answers)
-        {
-            return o;
-        }
         let started = Instant::now();
         let outcomes = resolve_each(&p.index, &requests, &installed);
         if let Some(m) = &self.metrics {
             m.resolution_duration
                 .observe(started.elapsed().as_secs_f64());
         }
-        let answers: Arc<Vec<(String, Outcome)>> = Arc::new(
-            members
+        let answers = Arc::new(Answers {
+            outcomes: members
                 .iter()
                 .zip(outcomes)
                 .map(|(&k, o)| (p.operators[k].name_any(), o))
                 .collect(),
-        );
+            bases,
+        });
         // A fresh answer for the group may change the other members' answers too.
         self.requeue(
             answers
+                .outcomes
                 .iter()
                 .map(|(n, _)| n.clone())
                 .filter(|n| *n != name),
@@ -438,13 +521,10 @@ impl Resolver {
         {
             let mut memo = self.memo();
             if memo.generation == p.generation {
-                if memo.answers.len() >= MAX_ANSWERS {
-                    memo.answers.clear();
-                }
-                memo.answers.insert(key, answers.clone());
+                memo.answers.insert(key, spec_key, answers.clone());
             }
         }
-        pick(&answers).unwrap_or_else(|| {
+        answers.pick(&name).unwrap_or_else(|| {
             Err(ResolveError::Unsatisfiable(vec![format!(
                 "Operator {name:?} was not part of its own resolution"
             )]))

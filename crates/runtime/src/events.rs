@@ -43,6 +43,9 @@ struct Key {
     type_: &'static str,
     reason: String,
     action: String,
+    /// An Event's note is immutable (events.k8s.io/v1): only identical notes make a series,
+    /// as in client-go's aggregation.
+    note: String,
 }
 
 /// Publishes Events as one reporting controller (e.g. `catalogd`), optionally one instance of
@@ -151,6 +154,7 @@ impl EventPublisher {
             type_,
             reason: reason.to_owned(),
             action: action.to_owned(),
+            note: note.clone(),
         };
         // Held across the request, so two repeats published at once make one series.
         let mut cache = self.cache.lock().await;
@@ -168,7 +172,6 @@ impl EventPublisher {
                     count,
                     last_observed_time: MicroTime(now),
                 });
-                event.note = Some(note);
                 events
                     .patch(
                         event.metadata.name.as_deref().unwrap_or_default(),

@@ -208,6 +208,31 @@ async fn repeats_are_aggregated_into_a_series_even_when_the_object_changed() -> 
     Ok(())
 }
 
+/// The apiserver refuses a change of an Event's note, so a new note starts a new Event.
+#[tokio::test]
+async fn a_different_note_is_a_new_event_not_a_series() -> TestResult {
+    let h = start().await?;
+    publish(&h.publisher, &namespace("1"), "image not found".into()).await?;
+    publish(&h.publisher, &namespace("1"), "registry unreachable".into()).await?;
+    publish(&h.publisher, &namespace("1"), "image not found".into()).await?;
+
+    let requests = h.api.requests();
+    let methods: Vec<&Method> = requests.iter().map(|r| &r.method).collect();
+    assert_eq!(
+        methods,
+        [&Method::POST, &Method::POST, &Method::PATCH],
+        "{requests:#?}"
+    );
+    assert_eq!(requests[1].body["note"], "registry unreachable");
+    assert!(
+        requests[2]
+            .body
+            .get("note")
+            .is_none_or(|n| n == "image not found")
+    );
+    Ok(())
+}
+
 #[tokio::test]
 async fn long_notes_are_cut_to_1024_bytes_on_a_character_boundary() -> TestResult {
     let h = start().await?;
