@@ -50,13 +50,22 @@ pub fn free_ports() -> Result<(u16, u16)> {
     Ok((port(&a)?, port(&b)?))
 }
 
+/// Names a folder holding the manager binaries to run instead of `target/debug`.
+pub const BIN_DIR_ENV: &str = "OLM_E2E_BIN_DIR";
+
 /// The binary of a workspace package, built by `cargo build --workspace` (hack/test.sh does it
 /// before the tests).
 pub fn binary(name: &str) -> Result<PathBuf> {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
+    // OLM_E2E_BIN_DIR: another build of the managers (the scale benchmark runs release ones).
+    let dir = std::env::var_os(BIN_DIR_ENV)
         .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("target"));
-    let path = target.join("debug").join(name);
+        .unwrap_or_else(|| {
+            std::env::var_os("CARGO_TARGET_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| repo_root().join("target"))
+                .join("debug")
+        });
+    let path = dir.join(name);
     if path.is_file() {
         Ok(path)
     } else {

@@ -28,63 +28,10 @@ use olm_resolver::synth::{SynthConfig, generate, package_name};
 use operator_controller::content::{ContentClient, ContentOptions};
 use operator_controller::plan::plan;
 use operator_controller::resolution::{Resolver, Snapshot};
-use serde_json::Value;
 
 const OPERATORS: usize = 1_000;
 const PACKAGES: usize = 300;
 const CHANGED: usize = 30;
-
-/// The catalog with `CHANGED` packages given a new head bundle 99.0.0 in every channel.
-fn with_new_heads(v1: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut last_bundle: Option<Value> = None;
-    let mut lines: Vec<Value> = v1
-        .split(|&b| b == b'\n')
-        .filter(|l| !l.is_empty())
-        .map(|l| serde_json::from_slice(l).unwrap())
-        .collect();
-    let changed: Vec<String> = (0..CHANGED).map(package_name).collect();
-    for v in &mut lines {
-        if v["schema"] == "olm.channel" && changed.iter().any(|p| v["package"] == p.as_str()) {
-            let pkg = v["package"].as_str().unwrap().to_owned();
-            let entries = v["entries"].as_array_mut().unwrap();
-            let head = entries.last().unwrap()["name"].clone();
-            entries.push(serde_json::json!({"name": format!("{pkg}.v99.0.0"), "replaces": head}));
-        }
-    }
-    for (i, v) in lines.iter().enumerate() {
-        out.extend(serde_json::to_vec(v).unwrap());
-        out.push(b'\n');
-        if v["schema"] == "olm.bundle" {
-            last_bundle = Some(v.clone());
-        }
-        let next_pkg = lines.get(i + 1).map(|n| {
-            n["package"]
-                .as_str()
-                .or(n["name"].as_str())
-                .unwrap_or_default()
-                .to_owned()
-        });
-        if let Some(b) = &last_bundle
-            && changed.iter().any(|p| b["package"] == p.as_str())
-            && v["schema"] == "olm.bundle"
-            && next_pkg.as_deref() != b["package"].as_str()
-        {
-            let pkg = b["package"].as_str().unwrap().to_owned();
-            let mut nb = b.clone();
-            nb["name"] = format!("{pkg}.v99.0.0").into();
-            nb["image"] = format!("example.com/{pkg}:v99.0.0").into();
-            for p in nb["properties"].as_array_mut().unwrap() {
-                if p["type"] == "olm.package" {
-                    p["value"]["version"] = "99.0.0".into();
-                }
-            }
-            out.extend(serde_json::to_vec(&nb).unwrap());
-            out.push(b'\n');
-        }
-    }
-    out
-}
 
 struct Served {
     body: Vec<u8>,
@@ -224,7 +171,10 @@ async fn round(resolver: &Resolver, snapshot: &mut Snapshot) -> (usize, usize) {
 #[tokio::main]
 async fn main() {
     let v1 = generate(&SynthConfig::default());
-    let v2 = with_new_heads(&v1);
+    let v2 = generate(&SynthConfig {
+        new_heads: CHANGED,
+        ..SynthConfig::default()
+    });
     let h1 = olm_resolver::fbc::canonical::sha256_hex(&v1);
     let h2 = olm_resolver::fbc::canonical::sha256_hex(&v2);
     println!(

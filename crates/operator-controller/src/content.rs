@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use http::StatusCode;
 use http::header::{ACCEPT_ENCODING, CONTENT_ENCODING, ETAG, IF_NONE_MATCH};
-use olm_resolver::fbc::load_files;
+use olm_resolver::fbc::load_model;
 use olm_resolver::resolve::CatalogContent;
 
 use crate::metrics::ContentMetrics;
@@ -310,7 +310,8 @@ pub fn parse(
     } else {
         body
     };
-    let fbc = load_files([("all.json", bytes)]).map_err(|problems| {
+    // The model only: resolution reads neither the blobs' text nor CSV metadata.
+    let fbc = load_model("all.json", &bytes).map_err(|problems| {
         let first: Vec<String> = (&problems)
             .into_iter()
             .take(3)

@@ -23,6 +23,10 @@ pub struct SynthConfig {
     pub max_skips: usize,
     /// PRNG seed.
     pub seed: u64,
+    /// The first this many packages get one more bundle, `99.0.0`, the new head of both
+    /// channels: the same catalog otherwise, as after a release (for benchmarks of a content
+    /// change).
+    pub new_heads: usize,
 }
 
 impl Default for SynthConfig {
@@ -34,6 +38,7 @@ impl Default for SynthConfig {
             dependency_every: 10,
             max_skips: 90,
             seed: 42,
+            new_heads: 0,
         }
     }
 }
@@ -166,10 +171,17 @@ pub fn generate(config: &SynthConfig) -> Vec<u8> {
             e.push('}');
             entries.push(e);
         }
+        let head = (p < config.new_heads).then(|| {
+            format!(
+                r#"{{"name":"{pkg}.v99.0.0","replaces":"{}"}}"#,
+                names.last().map(String::as_str).unwrap_or_default()
+            )
+        });
+        let stable: Vec<String> = entries.iter().cloned().chain(head.clone()).collect();
         let _ = writeln!(
             out,
             r#"{{"schema":"olm.channel","package":"{pkg}","name":"stable","entries":[{}]}}"#,
-            entries.join(",")
+            stable.join(",")
         );
         let tail = entries.len().saturating_sub(3);
         let fast: Vec<String> = entries[tail..]
@@ -187,6 +199,7 @@ pub fn generate(config: &SynthConfig) -> Vec<u8> {
                     e.clone()
                 }
             })
+            .chain(head.clone())
             .collect();
         let _ = writeln!(
             out,
@@ -232,6 +245,12 @@ pub fn generate(config: &SynthConfig) -> Vec<u8> {
                 bundle_no
             );
         }
+        if head.is_some() {
+            let _ = writeln!(
+                out,
+                r#"{{"schema":"olm.bundle","package":"{pkg}","name":"{pkg}.v99.0.0","image":"example.com/{pkg}:v99.0.0","properties":[{{"type":"olm.package","value":{{"packageName":"{pkg}","version":"99.0.0"}}}},{{"type":"olm.gvk","value":{{"group":"{pkg}.example.com","kind":"Widget","version":"v1"}}}}]}}"#
+            );
+        }
     }
     out.into_bytes()
 }
@@ -258,6 +277,44 @@ mod tests {
             fbc.bundles
                 .iter()
                 .any(|b| b.required_packages().next().is_some())
+        );
+    }
+
+    #[test]
+    fn new_heads_add_one_valid_release_and_change_nothing_else() {
+        let config = SynthConfig {
+            packages: 12,
+            bundles: 120,
+            description_bytes: 200,
+            ..Default::default()
+        };
+        let before = crate::fbc::load_files([("a.json", generate(&config))]).unwrap();
+        let after = crate::fbc::load_files([(
+            "b.json",
+            generate(&SynthConfig {
+                new_heads: 3,
+                ..config
+            }),
+        )])
+        .unwrap();
+        assert!(crate::fbc::validate::validate(&after).is_empty());
+        assert_eq!(after.bundles.len(), 123);
+        let new: Vec<&str> = after
+            .bundles
+            .iter()
+            .filter(|b| b.name.ends_with(".v99.0.0"))
+            .map(|b| b.package.as_str())
+            .collect();
+        assert_eq!(new, [package_name(0), package_name(1), package_name(2)]);
+        let old: Vec<&String> = after
+            .bundles
+            .iter()
+            .filter(|b| !b.name.ends_with(".v99.0.0"))
+            .map(|b| &b.name)
+            .collect();
+        assert_eq!(
+            old,
+            before.bundles.iter().map(|b| &b.name).collect::<Vec<_>>()
         );
     }
 }

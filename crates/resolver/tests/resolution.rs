@@ -689,3 +689,22 @@ fn deprecation_notices_name_the_package_the_requested_channel_and_the_bundle() {
     assert_eq!(said(None).len(), 2);
     assert!(index.contents[0].approx_bytes() > 0);
 }
+
+#[test]
+fn a_dependency_on_a_failed_request_names_that_request() {
+    // foo needs bar; the request for bar asks for a version that does not exist.
+    let c = [deps_catalog()];
+    let bad_bar = Request {
+        name: Some("my-bar".into()),
+        version: Some(">=9.0.0".into()),
+        ..req("bar")
+    };
+    let got = each(&c, &[req("foo"), bad_bar], &[]);
+    assert!(got[1].contains("no bundle of package \"bar\""), "{got:?}");
+    assert!(
+        got[0]
+            .contains("but the request my-bar (package \"bar\") for it cannot be satisfied itself"),
+        "{got:?}"
+    );
+    assert!(!got[0].contains("no request asks for"), "{got:?}");
+}

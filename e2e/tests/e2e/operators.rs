@@ -586,3 +586,94 @@ async fn installed_follows_the_bundle_deployment_status_and_explain_agrees() {
     let _ = catalogs::DEADLINE;
     ctx.cleanup().await.unwrap();
 }
+
+/// Two releases at once: the BundleDeployment takes one upgrade edge at a time (1.0.0, then
+/// 1.1.0, then 1.2.0), never jumping past its edges, and ends at the head.
+#[tokio::test]
+async fn an_operator_moves_one_upgrade_edge_at_a_time() {
+    let ctx = TestContext::new("op-chain").await.unwrap();
+    operator_controller().unwrap();
+    let pkg = "chain-pkg";
+    let catalog = |entries: &[(&str, Option<&str>, Option<&str>)]| {
+        let mut text = [
+            package_doc(pkg, "stable"),
+            channel_doc(pkg, "stable", entries),
+        ]
+        .concat();
+        for (v, _, _) in entries {
+            text.push_str(&bundle_doc(pkg, v, "", ""));
+        }
+        text
+    };
+    let cm = ctx.name("c");
+    let (catalogs_api, c) =
+        unpacked_configmap_catalog(&ctx, &cm, &cm, &catalog(&[("1.0.0", None, None)]))
+            .await
+            .unwrap();
+    let name = ctx.name("op");
+    create_operator(&ctx, &name, json!({"packageName": pkg}))
+        .await
+        .unwrap();
+    wait_bd_image(&ctx, &name, &bundle_image(pkg, "1.0.0", ""))
+        .await
+        .unwrap();
+
+    // Every image the BundleDeployment takes, in order.
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let bds: Api<BundleDeployment> = Api::all(ctx.client.clone());
+    let (s, n) = (seen.clone(), name.clone());
+    let watch = tokio::spawn(async move {
+        use futures::StreamExt;
+        use kube::runtime::{WatchStreamExt, watcher};
+        let config = watcher::Config::default().fields(&format!("metadata.name={n}"));
+        let mut stream = watcher(bds, config)
+            .default_backoff()
+            .applied_objects()
+            .boxed();
+        while let Some(Ok(bd)) = stream.next().await {
+            if let Some(image) = bd_image(Some(&bd)) {
+                let mut s = s.lock().unwrap();
+                if s.last() != Some(&image) {
+                    s.push(image);
+                }
+            }
+        }
+    });
+    put_catalog_configmap(
+        &ctx,
+        &cm,
+        &catalog(&[
+            ("1.0.0", None, None),
+            ("1.1.0", Some("1.0.0"), None),
+            ("1.2.0", Some("1.1.0"), None),
+        ]),
+    )
+    .await
+    .unwrap();
+    wait_unpacked(
+        &catalogs_api,
+        &cm,
+        c.status.as_ref().and_then(|s| s.content_hash.as_deref()),
+    )
+    .await
+    .unwrap();
+    wait_bd_image(&ctx, &name, &bundle_image(pkg, "1.2.0", ""))
+        .await
+        .unwrap();
+    watch.abort();
+    // After 1.0.0 (which the watch may report first or not), 1.1.0, then 1.2.0.
+    let first = bundle_image(pkg, "1.0.0", "");
+    let seen: Vec<String> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|i| **i != first)
+        .cloned()
+        .collect();
+    let expected: Vec<String> = ["1.1.0", "1.2.0"]
+        .iter()
+        .map(|v| bundle_image(pkg, v, ""))
+        .collect();
+    assert_eq!(seen, expected);
+    ctx.cleanup().await.unwrap();
+}

@@ -122,6 +122,28 @@ where
     }
 }
 
+/// Loads the model of one file for resolution, which reads neither the blobs' text nor the
+/// properties of types it does not know (`olm.csv.metadata` and the like): neither is kept, so
+/// a large catalog costs a fraction of [`load_files`]'s memory. The result cannot be rendered
+/// or served. Problems are reported as [`load_files`] reports them.
+pub fn load_model(name: &str, bytes: &[u8]) -> Result<Fbc, Problems> {
+    let mut fbc = Fbc::default();
+    let mut problems = Problems::new();
+    let file: Arc<str> = Arc::from(name);
+    let id = fbc.blobs.add_file(file.clone());
+    let decoded = decode_with(bytes, &mut |json, line| {
+        fbc.push_model_json(json, id, line, &mut problems);
+    });
+    if let Err(e) = decoded {
+        problems.push(Problem::at(&Origin { file, line: e.line }, e.message));
+    }
+    if problems.is_empty() {
+        Ok(fbc)
+    } else {
+        Err(problems)
+    }
+}
+
 /// Checks the blobs of one file as [`load_files`] would, keeping none of them: every problem is
 /// reported, and memory stays that of the file's bytes (for streaming a catalog file by file).
 pub fn check_file(name: &str, bytes: &[u8]) -> Problems {

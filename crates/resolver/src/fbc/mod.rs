@@ -10,7 +10,7 @@ mod problems;
 pub mod property;
 pub mod validate;
 
-pub use load::{load_files, load_path};
+pub use load::{load_files, load_model, load_path};
 pub use model::{
     Blob, Blobs, Bundle, Channel, ChannelEntry, Deprecation, Fbc, Origin, Package, Problem,
     Problems,

@@ -241,6 +241,17 @@ fn field<T: serde::de::DeserializeOwned + Default>(
     }
 }
 
+/// What [`Fbc::add`] keeps of a blob.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// The model and the blob's text.
+    All,
+    /// The model only, without properties of other types.
+    Model,
+    /// Nothing: the blob is only checked.
+    Nothing,
+}
+
 impl Fbc {
     /// Builds the model from blobs given as values (tests, generated content), each read at its
     /// origin. Fails with every blob that is not an object, has no schema, or does not fit its
@@ -275,7 +286,33 @@ impl Fbc {
         problems: &mut Problems,
     ) {
         // Once problems are only counted, blobs are checked but not kept.
-        let keep = !problems.is_full();
+        let keep = if problems.is_full() {
+            Keep::Nothing
+        } else {
+            Keep::All
+        };
+        if let Err(message) = self.add(json, file, line, keep) {
+            let origin = Origin {
+                file: self.blobs.file(file),
+                line,
+            };
+            problems.push(Problem::at(&origin, message));
+        }
+    }
+
+    /// Adds one blob to the model only, as [`crate::fbc::load::load_model`] describes.
+    pub(crate) fn push_model_json(
+        &mut self,
+        json: &str,
+        file: u32,
+        line: usize,
+        problems: &mut Problems,
+    ) {
+        let keep = if problems.is_full() {
+            Keep::Nothing
+        } else {
+            Keep::Model
+        };
         if let Err(message) = self.add(json, file, line, keep) {
             let origin = Origin {
                 file: self.blobs.file(file),
@@ -293,7 +330,7 @@ impl Fbc {
         line: usize,
         problems: &mut Problems,
     ) {
-        if let Err(message) = self.add(json, file, line, false) {
+        if let Err(message) = self.add(json, file, line, Keep::Nothing) {
             let origin = Origin {
                 file: self.blobs.file(file),
                 line,
@@ -302,7 +339,7 @@ impl Fbc {
         }
     }
 
-    fn add(&mut self, raw: &str, file: u32, line: usize, keep: bool) -> Result<(), String> {
+    fn add(&mut self, raw: &str, file: u32, line: usize, keep: Keep) -> Result<(), String> {
         let fields = super::meta::read(raw)?;
         let schema = fields.schema.as_deref().unwrap_or_default();
         let package = fields.package.as_deref().unwrap_or_default();
@@ -316,7 +353,7 @@ impl Fbc {
             "" => return Err("the blob has no \"schema\"".into()),
             schemas::PACKAGE => {
                 let default_channel: String = field(fields.default_channel).map_err(what)?;
-                if !keep {
+                if keep == Keep::Nothing {
                     return Ok(());
                 }
                 let origin = origin();
@@ -328,7 +365,7 @@ impl Fbc {
             }
             schemas::CHANNEL => {
                 let entries: Vec<ChannelEntry> = field(fields.entries).map_err(what)?;
-                if !keep {
+                if keep == Keep::Nothing {
                     return Ok(());
                 }
                 let origin = origin();
@@ -341,9 +378,12 @@ impl Fbc {
             }
             schemas::BUNDLE => {
                 let image: String = field(fields.image).map_err(what)?;
-                let properties = parse_properties(fields.properties)
+                let mut properties = parse_properties(fields.properties)
                     .map_err(|e| format!("bundle {name:?}: {e}"))?;
-                if !keep {
+                if keep == Keep::Model {
+                    properties.retain(|p| !matches!(p, super::property::Property::Other { .. }));
+                }
+                if keep == Keep::Nothing {
                     return Ok(());
                 }
                 let mut bundle = Bundle {
@@ -363,7 +403,7 @@ impl Fbc {
             }
             schemas::DEPRECATIONS => {
                 let docs: Vec<DeprecationEntryDoc> = field(fields.entries).map_err(what)?;
-                if !keep {
+                if keep == Keep::Nothing {
                     return Ok(());
                 }
                 let entries = docs
@@ -384,7 +424,7 @@ impl Fbc {
             // Other schemas are kept as blobs only, and served unchanged.
             _ => {}
         }
-        if !keep {
+        if keep != Keep::All {
             return Ok(());
         }
         self.blobs

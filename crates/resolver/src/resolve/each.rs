@@ -39,7 +39,15 @@ pub fn resolve_each(index: &Index, requests: &[Request], installed: &[Installed]
         // A fresh problem each round: a request set aside must not offer its package's bundles
         // to the others' dependencies.
         let compiled: Vec<Compiled> = active.iter().map(|(_, c)| c.clone()).collect();
-        let mut solver = Solver::new(Provider::new(index, &compiled));
+        let mut provider = Provider::new(index, &compiled);
+        // Requests already failed: a dependency on their package is explained by them.
+        provider.set_aside = requests
+            .iter()
+            .zip(&outcomes)
+            .filter(|(_, o)| o.is_some())
+            .map(|(r, _)| (r.package_name.clone(), r.display_name()))
+            .collect();
+        let mut solver = Solver::new(provider);
         let all: Vec<usize> = (0..compiled.len()).collect();
         match super::solve(&mut solver, &all) {
             Ok(solution) => {

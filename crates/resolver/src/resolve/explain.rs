@@ -233,7 +233,8 @@ pub(crate) fn conflict(
     // step; resolvo's own account is then added.
     let mut explained = false;
     for &r in &core {
-        let (lines, complete) = explain_request(index, requests, &core, r);
+        let set_aside = &solver.provider().set_aside;
+        let (lines, complete) = explain_request(index, requests, set_aside, &core, r);
         explained |= complete;
         sentences.extend(lines);
     }
@@ -252,6 +253,7 @@ pub(crate) fn conflict(
 fn explain_request(
     index: &Index,
     requests: &[Compiled],
+    set_aside: &[(String, String)],
     core: &[usize],
     r: usize,
 ) -> (Vec<String>, bool) {
@@ -268,7 +270,7 @@ fn explain_request(
     let mut by_reason: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     let mut complete = false;
     for &e in &candidates {
-        let reasons = blockers(index, requests, core, r, e);
+        let reasons = blockers(index, requests, set_aside, core, r, e);
         if !reasons.is_empty() {
             complete = true;
             by_reason.entry(reasons.join("; and ")).or_default().push(e);
@@ -304,10 +306,12 @@ fn allowed_by_core(index: &Index, requests: &[Compiled], core: &[usize], e: usiz
         .all(|c| c.admits(index, e))
 }
 
-/// What stops bundle `e` of request `r`, as clauses ("requires ..., but ...").
+/// What stops bundle `e` of request `r`, as clauses ("requires ..., but ..."). `set_aside`
+/// names the requests (package, display name) that already failed on their own.
 fn blockers(
     index: &Index,
     requests: &[Compiled],
+    set_aside: &[(String, String)],
     core: &[usize],
     r: usize,
     e: usize,
@@ -323,10 +327,16 @@ fn blockers(
             continue;
         };
         if !requested(requests, &d.package) {
-            reasons.push(format!(
-                "requires package {:?} ({}), but no request asks for {:?}; add an Operator for it",
-                d.package, d.range_text, d.package
-            ));
+            reasons.push(match set_aside.iter().find(|(p, _)| *p == d.package) {
+                Some((_, who)) => format!(
+                    "requires package {:?} ({}), but the request {who} for it cannot be satisfied itself; fix that one first",
+                    d.package, d.range_text
+                ),
+                None => format!(
+                    "requires package {:?} ({}), but no request asks for {:?}; add an Operator for it",
+                    d.package, d.range_text, d.package
+                ),
+            });
             continue;
         }
         let in_range: Vec<usize> = index

@@ -80,6 +80,8 @@ pub(crate) struct Provider<'a> {
     requested: HashSet<String>,
     bundle_solvables: HashMap<usize, SolvableId>,
     gvk_solvables: HashMap<Gvk, Vec<SolvableId>>,
+    /// Requests set aside before this problem (package, display name), for explanations.
+    pub set_aside: Vec<(String, String)>,
 }
 
 impl<'a> Provider<'a> {
@@ -111,6 +113,7 @@ impl<'a> Provider<'a> {
             requested,
             bundle_solvables,
             gvk_solvables,
+            set_aside: Vec::new(),
         }
     }
 
