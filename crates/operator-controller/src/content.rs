@@ -224,9 +224,16 @@ impl ContentClient {
             }
         }
         // Parsing a large catalog takes a while: off the async workers.
-        tokio::task::spawn_blocking(move || parse(&url, body, gzip, max))
+        let started = std::time::Instant::now();
+        let bytes = body.len();
+        let log_url = url.clone();
+        let parsed = tokio::task::spawn_blocking(move || parse(&url, body, gzip, max))
             .await
-            .map_err(|e| FetchError::Invalid(format!("parsing the content failed: {e}")))?
+            .map_err(|e| FetchError::Invalid(format!("parsing the content failed: {e}")))?;
+        if let Ok(c) = &parsed {
+            tracing::info!(url = %log_url, bytes, gzip, bundles = c.entries.len(), elapsed = ?started.elapsed(), "catalog content downloaded and parsed");
+        }
+        parsed
     }
 
     /// Drops what is held for Catalogs not in `existing` (deleted ones).

@@ -41,6 +41,10 @@ struct Flags {
     /// How long one content fetch may take, in seconds.
     #[arg(long, default_value_t = 120, global = true)]
     fetch_timeout_seconds: u64,
+    /// How long one joint solve of a group of Operators may take, in seconds; past it, nothing
+    /// is decided (Resolved=Unknown) and the Operators are retried.
+    #[arg(long, default_value_t = 30, global = true)]
+    resolution_timeout_seconds: u64,
     /// Operators reconciled at once.
     #[arg(long, default_value_t = 8)]
     concurrency: u16,
@@ -103,7 +107,8 @@ async fn main() -> Result<()> {
         let client = olm_runtime::client::client()
             .await
             .context("connecting to the Kubernetes API")?;
-        let resolver = Resolver::new(content_client(&flags, None)?, None);
+        let resolver = Resolver::new(content_client(&flags, None)?, None)
+            .with_timeout(Duration::from_secs(flags.resolution_timeout_seconds.max(1)));
         let reports = explain::explain(&client, &resolver, names)
             .await
             .context("reading Operators, Catalogs and BundleDeployments")?;
@@ -138,10 +143,13 @@ async fn main() -> Result<()> {
         shutdown.clone(),
     ));
 
-    let resolver = Arc::new(Resolver::new(
-        content_client(&flags, Some(&own))?,
-        Some(own.operators.clone()),
-    ));
+    let resolver = Arc::new(
+        Resolver::new(
+            content_client(&flags, Some(&own))?,
+            Some(own.operators.clone()),
+        )
+        .with_timeout(Duration::from_secs(flags.resolution_timeout_seconds.max(1))),
+    );
     let settings = Settings {
         concurrency: flags.concurrency.max(1),
         max_backoff: Duration::from_secs(flags.max_backoff_seconds.max(1)),

@@ -17,7 +17,7 @@ use olm_api::catalog::Catalog;
 use olm_api::operator::Operator;
 use olm_resolver::resolve::{
     CatalogMeta, Index, Installed, Notice, Outcome, Request, ResolveError, Resolved, groups,
-    resolve_each,
+    resolve_each_within,
 };
 
 use crate::content::{ContentClient, FetchError};
@@ -105,6 +105,8 @@ pub struct Resolver {
     /// Where to send the names of Operators whose answer may have changed because another
     /// member of their group changed (the controller re-queues them).
     requeue: std::sync::OnceLock<futures::channel::mpsc::UnboundedSender<String>>,
+    /// How long one group's solve may take.
+    timeout: Duration,
 }
 
 /// A snapshot made ready: catalogs read, index built, Operators sorted and grouped. Only what
@@ -155,7 +157,14 @@ impl Resolver {
                 answers: crate::memo::Memo::default(),
             }),
             requeue: std::sync::OnceLock::new(),
+            timeout: Duration::from_secs(30),
         }
+    }
+
+    /// The same, with solves limited to `timeout` each (30 s by default).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
     }
 
     /// Sends the names of Operators to re-queue to `tx` from now on.
@@ -403,6 +412,11 @@ impl Resolver {
                 }
                 Answer::Resolved(resolved)
             }
+            Err(ResolveError::TimedOut(s)) => Answer::Unknown(format!(
+                "{} (--resolution-timeout-seconds: {:?})",
+                s.join(" "),
+                self.timeout
+            )),
             Err(e) => Answer::Failed {
                 invalid_spec: matches!(e, ResolveError::InvalidRequest(_)),
                 message: e.sentences().join(" "),
@@ -497,11 +511,17 @@ impl Resolver {
             }
         }
         let started = Instant::now();
-        let outcomes = resolve_each(&p.index, &requests, &installed);
+        let outcomes = resolve_each_within(
+            &p.index,
+            &requests,
+            &installed,
+            Some(started + self.timeout),
+        );
+        let elapsed = started.elapsed();
         if let Some(m) = &self.metrics {
-            m.resolution_duration
-                .observe(started.elapsed().as_secs_f64());
+            m.resolution_duration.observe(elapsed.as_secs_f64());
         }
+        tracing::debug!(operator = %name, operators = requests.len(), ?elapsed, "group resolved");
         let answers = Arc::new(Answers {
             outcomes: members
                 .iter()

@@ -708,3 +708,27 @@ fn a_dependency_on_a_failed_request_names_that_request() {
     );
     assert!(!got[0].contains("no request asks for"), "{got:?}");
 }
+
+#[test]
+fn a_solve_past_its_deadline_decides_nothing() {
+    let c = [deps_catalog()];
+    let index = Index::build(&c);
+    let past = std::time::Instant::now();
+    let got = olm_resolver::resolve::resolve_each_within(
+        &index,
+        &[req("foo"), req("bar")],
+        &[],
+        Some(past),
+    );
+    assert!(
+        got.iter()
+            .all(|o| matches!(o, Err(ResolveError::TimedOut(_)))),
+        "{got:?}"
+    );
+    // Requests that fail before any solve still say why.
+    let got = olm_resolver::resolve::resolve_each_within(&index, &[req("nope")], &[], Some(past));
+    assert!(
+        matches!(&got[0], Err(ResolveError::Unsatisfiable(_))),
+        "{got:?}"
+    );
+}

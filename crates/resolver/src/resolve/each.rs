@@ -16,6 +16,22 @@ pub type Outcome = Result<Resolved, ResolveError>;
 
 /// Resolves the requests jointly, with one outcome per request, in request order.
 pub fn resolve_each(index: &Index, requests: &[Request], installed: &[Installed]) -> Vec<Outcome> {
+    resolve_each_within(index, requests, installed, None)
+}
+
+/// [`resolve_each`], giving up at `deadline`: the requests not decided by then fail with
+/// [`ResolveError::TimedOut`].
+pub fn resolve_each_within(
+    index: &Index,
+    requests: &[Request],
+    installed: &[Installed],
+    deadline: Option<std::time::Instant>,
+) -> Vec<Outcome> {
+    let timed_out = || {
+        ResolveError::TimedOut(vec![
+            "Resolution did not finish in time; it is retried.".to_owned(),
+        ])
+    };
     let mut outcomes: Vec<Option<Outcome>> = vec![None; requests.len()];
     let mut active: Vec<(usize, Compiled)> = Vec::new();
     for (i, r) in requests.iter().enumerate() {
@@ -47,7 +63,9 @@ pub fn resolve_each(index: &Index, requests: &[Request], installed: &[Installed]
             .filter(|(_, o)| o.is_some())
             .map(|(r, _)| (r.package_name.clone(), r.display_name()))
             .collect();
+        provider.deadline = deadline;
         let mut solver = Solver::new(provider);
+        let past = || deadline.is_some_and(|d| std::time::Instant::now() >= d);
         let all: Vec<usize> = (0..compiled.len()).collect();
         match super::solve(&mut solver, &all) {
             Ok(solution) => {
@@ -70,8 +88,20 @@ pub fn resolve_each(index: &Index, requests: &[Request], installed: &[Installed]
                 }
                 break;
             }
+            Err(_) if past() => {
+                for (i, _) in active.drain(..) {
+                    outcomes[i] = Some(Err(timed_out()));
+                }
+            }
             Err(conflict) => {
                 let (mut core, sentences) = explain::conflict(&mut solver, &compiled, conflict);
+                if past() {
+                    // The explanation's own solves were cut short: nothing is known.
+                    for (i, _) in active.drain(..) {
+                        outcomes[i] = Some(Err(timed_out()));
+                    }
+                    continue;
+                }
                 if core.is_empty() {
                     // Only a cancelled solve has no conflict, and nothing cancels ours.
                     core = all;

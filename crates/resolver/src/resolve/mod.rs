@@ -14,7 +14,7 @@ pub mod selector;
 use resolvo::{Problem, Solver, UnsolvableOrCancelled};
 use serde::Serialize;
 
-pub use each::{Outcome, resolve_each};
+pub use each::{Outcome, resolve_each, resolve_each_within};
 pub use groups::groups;
 pub use index::{CatalogContent, CatalogInput, CatalogMeta, Deprecated, Index, Notice};
 pub use request::{Installed, Request, UpgradeConstraintPolicy};
@@ -80,6 +80,9 @@ pub enum ResolveError {
     /// Equally good bundles were found in catalogs of the same priority.
     #[error("ambiguous: {}", .0.join(" "))]
     Ambiguous(Vec<String>),
+    /// The solve did not finish before its deadline: nothing was decided.
+    #[error("timed out: {}", .0.join(" "))]
+    TimedOut(Vec<String>),
 }
 
 impl ResolveError {
@@ -88,7 +91,8 @@ impl ResolveError {
         match self {
             ResolveError::InvalidRequest(s)
             | ResolveError::Unsatisfiable(s)
-            | ResolveError::Ambiguous(s) => s,
+            | ResolveError::Ambiguous(s)
+            | ResolveError::TimedOut(s) => s,
         }
     }
 }

@@ -82,6 +82,8 @@ pub(crate) struct Provider<'a> {
     gvk_solvables: HashMap<Gvk, Vec<SolvableId>>,
     /// Requests set aside before this problem (package, display name), for explanations.
     pub set_aside: Vec<(String, String)>,
+    /// When the solver gives up (resolvo asks before each propagation round).
+    pub deadline: Option<std::time::Instant>,
 }
 
 impl<'a> Provider<'a> {
@@ -114,6 +116,7 @@ impl<'a> Provider<'a> {
             bundle_solvables,
             gvk_solvables,
             set_aside: Vec::new(),
+            deadline: None,
         }
     }
 
@@ -219,6 +222,12 @@ impl Interner for Provider<'_> {
 }
 
 impl DependencyProvider for Provider<'_> {
+    fn should_cancel_with_value(&self) -> Option<Box<dyn std::any::Any>> {
+        self.deadline
+            .filter(|d| std::time::Instant::now() >= *d)
+            .map(|_| Box::new(()) as Box<dyn std::any::Any>)
+    }
+
     async fn filter_candidates(
         &self,
         candidates: &[SolvableId],
