@@ -4,7 +4,8 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, Patch, PatchParams};
@@ -58,44 +59,63 @@ pub struct Context {
 /// write again (a new transition time, a second event).
 #[derive(Default)]
 pub struct Written {
-    operators: std::sync::Mutex<HashMap<String, (String, Arc<Operator>)>>,
-    bundle_deployments: std::sync::Mutex<HashMap<String, (String, Arc<BundleDeployment>)>>,
+    operators: Mutex<HashMap<String, Ours<Operator>>>,
+    bundle_deployments: Mutex<HashMap<String, Ours<BundleDeployment>>>,
 }
+
+/// An object as we wrote it.
+struct Ours<K> {
+    /// The resourceVersion it replaced; `None` when we created it.
+    replaced: Option<String>,
+    object: Arc<K>,
+    at: Instant,
+}
+
+/// How long a write is trusted over the cache: a watch delivers well within it, and an object
+/// deleted before the cache ever saw it is noticed after it.
+const CATCH_UP: Duration = Duration::from_secs(30);
 
 /// `cached`, or what we wrote over it when the cache has not seen our write yet.
 fn fresher<K: kube::Resource>(
-    map: &std::sync::Mutex<HashMap<String, (String, Arc<K>)>>,
+    map: &Mutex<HashMap<String, Ours<K>>>,
     name: &str,
     cached: Option<Arc<K>>,
 ) -> Option<Arc<K>> {
-    let mut map = map
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    match (cached, map.get(name)) {
-        (Some(c), Some((replaced, ours)))
-            if c.meta().resource_version.as_deref() == Some(replaced.as_str())
-                && c.meta().uid == ours.meta().uid =>
-        {
-            Some(ours.clone())
+    let mut map = map.lock().unwrap_or_else(PoisonError::into_inner);
+    let Some(ours) = map.get(name).filter(|o| o.at.elapsed() < CATCH_UP) else {
+        map.remove(name);
+        return cached;
+    };
+    let behind = match (&cached, &ours.replaced) {
+        // The cache still holds the version we wrote over.
+        (Some(c), Some(rv)) => {
+            c.meta().resource_version.as_ref() == Some(rv) && c.meta().uid == ours.object.meta().uid
         }
-        (cached, _) => {
-            map.remove(name);
-            cached
-        }
+        // The cache has not seen the object we created.
+        (None, None) => true,
+        _ => false,
+    };
+    if behind {
+        return Some(ours.object.clone());
     }
+    map.remove(name);
+    cached
 }
 
 fn remember<K>(
-    map: &std::sync::Mutex<HashMap<String, (String, Arc<K>)>>,
+    map: &Mutex<HashMap<String, Ours<K>>>,
     name: &str,
     replaced: Option<String>,
-    ours: K,
+    object: K,
 ) {
-    if let Some(rv) = replaced {
-        map.lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(name.to_owned(), (rv, Arc::new(ours)));
-    }
+    map.lock().unwrap_or_else(PoisonError::into_inner).insert(
+        name.to_owned(),
+        Ours {
+            replaced,
+            object: Arc::new(object),
+            at: Instant::now(),
+        },
+    );
 }
 
 /// Why a reconcile failed; it is retried with backoff.
@@ -158,14 +178,27 @@ pub async fn reconcile(op: Arc<Operator>, ctx: &Context) -> Result<Action, Error
 
     if let Some(bd) = &plan.apply {
         let api: Api<BundleDeployment> = Api::all(ctx.client.clone());
-        if let Err(e) = api
+        let written = api
             .patch(
                 &name,
                 &PatchParams::apply(FIELD_MANAGER).force(),
                 &Patch::Apply(bd),
             )
-            .await
-        {
+            .await;
+        if let Ok(after) = &written {
+            tracing::info!(
+                image = crate::bundle_deployment::image_of(after).unwrap_or_default(),
+                "BundleDeployment written"
+            );
+            let replaced = existing.as_ref().and_then(|b| b.resource_version());
+            remember(
+                &ctx.written.bundle_deployments,
+                &name,
+                replaced,
+                after.clone(),
+            );
+        }
+        if let Err(e) = written {
             let message = format!("writing the BundleDeployment failed: {e}");
             set_condition(
                 &mut plan.status.conditions,
