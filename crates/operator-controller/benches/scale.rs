@@ -126,6 +126,13 @@ fn vm_hwm_kib() -> u64 {
         .unwrap_or(0)
 }
 
+fn next_version() -> String {
+    static VERSION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    VERSION
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        .to_string()
+}
+
 /// Decides and plans every Operator once, applying what would be written to the snapshot.
 /// Returns (BundleDeployment writes, status writes).
 async fn round(resolver: &Resolver, snapshot: &mut Snapshot) -> (usize, usize) {
@@ -145,23 +152,21 @@ async fn round(resolver: &Resolver, snapshot: &mut Snapshot) -> (usize, usize) {
             &decision,
             &now,
         );
-        if let Some(bd) = p.apply {
+        // Each write gets a new resourceVersion, as the API server gives it.
+        if let Some(mut bd) = p.apply {
             bd_writes += 1;
+            bd.metadata.uid = Some(format!("bd-{name}"));
+            bd.metadata.resource_version = Some(next_version());
             match existing {
                 Some(e) => snapshot.bundle_deployments[e] = Arc::new(bd),
                 None => snapshot.bundle_deployments.push(Arc::new(bd)),
             }
         }
         if p.status_changed {
-            if std::env::var_os("SCALE_DEBUG").is_some()
-                && op.status.is_some()
-                && status_writes == 0
-            {
-                println!("{:#?}\n->\n{:#?}", op.status, p.status);
-            }
             status_writes += 1;
             let mut o = (*op).clone();
             o.status = Some(p.status);
+            o.metadata.resource_version = Some(next_version());
             snapshot.operators[i] = Arc::new(o);
         }
     }

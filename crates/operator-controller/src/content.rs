@@ -203,7 +203,10 @@ impl ContentClient {
             .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"));
         let url = response.url().to_string();
         let max = self.options.max_bytes;
-        let mut body = Vec::new();
+        // Sized once when the length is known: growing by doubling would briefly hold 1.5x
+        // the body (and copy it) on the way.
+        let known = response.content_length().unwrap_or(0).min(max);
+        let mut body = Vec::with_capacity(usize::try_from(known).unwrap_or(0));
         loop {
             match response.chunk().await {
                 Ok(Some(chunk)) => {

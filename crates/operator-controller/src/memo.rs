@@ -25,14 +25,30 @@ pub struct Answers {
     pub outcomes: Vec<(String, Outcome)>,
     /// Each member's base when solved, in the same order.
     pub bases: Vec<Base>,
+    /// Operator name → position.
+    by_name: HashMap<String, usize>,
 }
 
 impl Answers {
+    /// The answer with these outcomes, solved from these bases.
+    pub fn new(outcomes: Vec<(String, Outcome)>, bases: Vec<Base>) -> Self {
+        let by_name = outcomes
+            .iter()
+            .enumerate()
+            .map(|(i, (n, _))| (n.clone(), i))
+            .collect();
+        Self {
+            outcomes,
+            bases,
+            by_name,
+        }
+    }
+
     /// The outcome of the Operator `name`.
     pub fn pick(&self, name: &str) -> Option<Outcome> {
-        self.outcomes
-            .iter()
-            .find(|(n, _)| n == name)
+        self.by_name
+            .get(name)
+            .and_then(|&i| self.outcomes.get(i))
             .map(|(_, o)| o.clone())
     }
 }
@@ -169,16 +185,16 @@ mod tests {
 
     fn latest(stale: Option<Instant>) -> Latest {
         Latest {
-            answers: Arc::new(Answers {
-                outcomes: vec![
+            answers: Arc::new(Answers::new(
+                vec![
                     ("a".into(), resolved("v2")),
                     (
                         "b".into(),
                         Err(ResolveError::Unsatisfiable(vec!["no".into()])),
                     ),
                 ],
-                bases: vec![base("v1"), base("v1")],
-            }),
+                vec![base("v1"), base("v1")],
+            )),
             stale_since: stale,
         }
     }

@@ -229,15 +229,22 @@ pub async fn reconcile(op: Arc<Operator>, ctx: &Context) -> Result<Action, Error
     if plan.status_changed {
         write_status(ctx, &op, &plan.status).await?;
     }
-    for e in &plan.events {
-        let type_ = if e.warning {
-            EventType::Warning
-        } else {
-            EventType::Normal
-        };
-        ctx.events
-            .publish(op.as_ref(), type_, e.reason, "Resolve", e.note.clone())
-            .await;
+    if !plan.events.is_empty() {
+        // Events are best effort, and their publisher serializes requests (to aggregate
+        // repeats): published in the background, so a burst of changes is not paced by them.
+        let (events, op, planned) = (ctx.events.clone(), op.clone(), plan.events.clone());
+        tokio::spawn(async move {
+            for e in planned {
+                let type_ = if e.warning {
+                    EventType::Warning
+                } else {
+                    EventType::Normal
+                };
+                events
+                    .publish(op.as_ref(), type_, e.reason, "Resolve", e.note)
+                    .await;
+            }
+        });
     }
     update_gauge(ctx, Some((&name, &plan.status)));
     if plan.retry {

@@ -97,6 +97,20 @@ struct Memo {
     answers: crate::memo::Memo,
 }
 
+/// The answers of each group for one snapshot.
+#[derive(Default)]
+struct Views {
+    snap_key: u64,
+    by_group: HashMap<usize, View>,
+}
+
+struct View {
+    answers: Arc<Answers>,
+    /// Set when the answer is a reuse (see [`crate::memo`]): the view then serves only until
+    /// the grace is over, when the group must be solved again.
+    reused_since: Option<Instant>,
+}
+
 /// Resolution with its caches. Share it as `Arc<Resolver>`.
 pub struct Resolver {
     content: Arc<ContentClient>,
@@ -107,6 +121,7 @@ pub struct Resolver {
     requeue: std::sync::OnceLock<futures::channel::mpsc::UnboundedSender<String>>,
     /// How long one group's solve may take.
     timeout: Duration,
+    views: Mutex<Views>,
 }
 
 /// A snapshot made ready: catalogs read, index built, Operators sorted and grouped. Only what
@@ -122,12 +137,31 @@ struct Prepared<'a> {
     operators: Vec<&'a Arc<Operator>>,
     /// Package → its group.
     group_of: Arc<HashMap<String, usize>>,
-    bundle_deployments: HashMap<&'a str, &'a Arc<BundleDeployment>>,
+    /// Identifies the snapshot: the index, and every Operator's and BundleDeployment's
+    /// resourceVersion.
+    snap_key: u64,
+    snapshot: &'a Snapshot,
+    /// Name → BundleDeployment, built when first needed (most reconciles reuse a view).
+    bundle_deployments: std::cell::OnceCell<HashMap<&'a str, &'a Arc<BundleDeployment>>>,
 }
 
-impl Prepared<'_> {
+impl<'a> Prepared<'a> {
+    fn bundle_deployment(&self, name: &str) -> Option<&'a Arc<BundleDeployment>> {
+        let snapshot = self.snapshot;
+        self.bundle_deployments
+            .get_or_init(|| {
+                snapshot
+                    .bundle_deployments
+                    .iter()
+                    .filter_map(|bd| Some((bd.metadata.name.as_deref()?, bd)))
+                    .collect()
+            })
+            .get(name)
+            .copied()
+    }
+
     fn deployed(&self, name: &str) -> Option<Deployed> {
-        self.bundle_deployments.get(name).map(|bd| deployed(bd))
+        self.bundle_deployment(name).map(|bd| deployed(bd))
     }
 
     fn group(&self, k: usize) -> Option<usize> {
@@ -158,6 +192,7 @@ impl Resolver {
             }),
             requeue: std::sync::OnceLock::new(),
             timeout: Duration::from_secs(30),
+            views: Mutex::default(),
         }
     }
 
@@ -212,6 +247,10 @@ impl Resolver {
             .filter(|(_, x)| **x == mine)
             .map(|(o, _)| o.name_any())
             .collect()
+    }
+
+    fn views(&self) -> std::sync::MutexGuard<'_, Views> {
+        self.views.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn memo(&self) -> std::sync::MutexGuard<'_, Memo> {
@@ -327,6 +366,17 @@ impl Resolver {
                 g
             }
         };
+        // Order-independent, so nothing is sorted: a sum of each object's identity.
+        let versions = |uid: &Option<String>, rv: &Option<String>| fingerprint(&(uid, rv));
+        let snap_key = fingerprint(&(
+            generation,
+            operators.iter().fold(0u64, |acc, o| {
+                acc.wrapping_add(versions(&o.metadata.uid, &o.metadata.resource_version))
+            }),
+            snapshot.bundle_deployments.iter().fold(0u64, |acc, b| {
+                acc.wrapping_add(versions(&b.metadata.uid, &b.metadata.resource_version))
+            }),
+        ));
         Prepared {
             index,
             generation,
@@ -335,11 +385,9 @@ impl Resolver {
             left_out,
             operators,
             group_of,
-            bundle_deployments: snapshot
-                .bundle_deployments
-                .iter()
-                .filter_map(|bd| Some((bd.metadata.name.as_deref()?, bd)))
-                .collect(),
+            snap_key,
+            snapshot,
+            bundle_deployments: std::cell::OnceCell::new(),
         }
     }
 
@@ -426,7 +474,48 @@ impl Resolver {
     }
 
     /// The outcome of request `i`, from its group's memoized answer or a fresh solve.
+    /// The outcome of Operator `i`: from the view of its group for this very snapshot (the
+    /// many reconciles of one burst share it), else from [`Self::group_answers`].
     fn group_outcome(&self, p: &Prepared, i: usize) -> Outcome {
+        let name = p.operators[i].name_any();
+        let group = p.group(i);
+        if let Some(g) = group {
+            let views = self.views();
+            if views.snap_key == p.snap_key
+                && let Some(v) = views.by_group.get(&g)
+                && v.reused_since.is_none_or(|t| t.elapsed() < GRACE)
+                && let Some(o) = v.answers.pick(&name)
+            {
+                return o;
+            }
+        }
+        let (answers, reused_since) = self.group_answers(p, i, &name);
+        if let Some(g) = group {
+            let mut views = self.views();
+            if views.snap_key != p.snap_key {
+                *views = Views {
+                    snap_key: p.snap_key,
+                    by_group: HashMap::new(),
+                };
+            }
+            views.by_group.insert(
+                g,
+                View {
+                    answers: answers.clone(),
+                    reused_since,
+                },
+            );
+        }
+        answers.pick(&name).unwrap_or_else(|| {
+            Err(ResolveError::Unsatisfiable(vec![format!(
+                "Operator {name:?} was not part of its own resolution"
+            )]))
+        })
+    }
+
+    /// The answers of Operator `i`'s group: memoized, reused (with the time since when), or
+    /// solved afresh.
+    fn group_answers(&self, p: &Prepared, i: usize, name: &str) -> (Arc<Answers>, Option<Instant>) {
         let group = p.group(i);
         let mut members: Vec<usize> = (0..p.operators.len())
             .filter(|&k| k == i || (group.is_some() && p.group(k) == group))
@@ -460,7 +549,7 @@ impl Resolver {
                     .metadata
                     .name
                     .as_deref()
-                    .and_then(|n| p.bundle_deployments.get(n))?;
+                    .and_then(|n| p.bundle_deployment(n))?;
                 Some((
                     bd.labels().get(BUNDLE_LABEL).cloned(),
                     crate::bundle_deployment::image_of(bd).map(str::to_owned),
@@ -468,25 +557,23 @@ impl Resolver {
             })
             .collect();
         let key = fingerprint(&(spec_key, &bases));
-        let name = p.operators[i].name_any();
         let (exact, latest) = {
             let memo = self.memo();
             (memo.answers.get(key), memo.answers.latest(spec_key))
         };
-        if let Some(o) = exact.and_then(|a| a.pick(&name)) {
-            return o;
+        if let Some(a) = exact {
+            return (a, None);
         }
         if let Some(latest) = latest {
             let now = Instant::now();
-            if let Use::Reuse { confirm_later } = use_latest(&latest, &bases, now, GRACE)
-                && let Some(o) = latest.answers.pick(&name)
-            {
+            if let Use::Reuse { confirm_later } = use_latest(&latest, &bases, now, GRACE) {
                 if confirm_later {
                     self.memo().answers.mark_stale(spec_key, now);
-                    let names = members.iter().map(|&k| p.operators[k].name_any()).collect();
-                    self.requeue_after(GRACE, names);
+                    // One reconcile after the grace re-solves the group; its fresh answer then
+                    // re-queues the members it changes.
+                    self.requeue_after(GRACE, vec![name.to_owned()]);
                 }
-                return o;
+                return (latest.answers, Some(latest.stale_since.unwrap_or(now)));
             }
         }
         let requests: Vec<Request> = members
@@ -522,21 +609,23 @@ impl Resolver {
             m.resolution_duration.observe(elapsed.as_secs_f64());
         }
         tracing::debug!(operator = %name, operators = requests.len(), ?elapsed, "group resolved");
-        let answers = Arc::new(Answers {
-            outcomes: members
+        let answers = Arc::new(Answers::new(
+            members
                 .iter()
                 .zip(outcomes)
                 .map(|(&k, o)| (p.operators[k].name_any(), o))
                 .collect(),
             bases,
-        });
-        // A fresh answer for the group may change the other members' answers too.
+        ));
+        // A fresh answer may change the other members' answers too: re-queue those whose status
+        // does not already say it.
         self.requeue(
-            answers
-                .outcomes
+            members
                 .iter()
-                .map(|(n, _)| n.clone())
-                .filter(|n| *n != name),
+                .zip(&answers.outcomes)
+                .filter(|(_, (n, _))| *n != name)
+                .filter(|(k, (_, o))| !status_agrees(p.operators[**k], o))
+                .map(|(_, (n, _))| n.clone()),
         );
         {
             let mut memo = self.memo();
@@ -544,12 +633,18 @@ impl Resolver {
                 memo.answers.insert(key, spec_key, answers.clone());
             }
         }
-        answers.pick(&name).unwrap_or_else(|| {
-            Err(ResolveError::Unsatisfiable(vec![format!(
-                "Operator {name:?} was not part of its own resolution"
-            )]))
-        })
+        (answers, None)
     }
+}
+
+/// Whether the Operator's status already reports `outcome`: resolved, to the same image. A
+/// failure always counts as news (its explanation may have changed).
+fn status_agrees(op: &Operator, outcome: &Outcome) -> bool {
+    let Ok(r) = outcome else { return false };
+    op.status.as_ref().is_some_and(|s| {
+        s.resolved_bundle_resource.as_deref() == Some(r.image.as_str())
+            && olm_api::conditions::is_true(&s.conditions, crate::status::types::RESOLVED)
+    })
 }
 
 /// The bundle a BundleDeployment deploys, by name and version: from our labels, or else found
