@@ -223,14 +223,14 @@ impl Catalogd {
         let mut args = self.args.clone();
         args.extend(extra_args.iter().cloned());
         let log = restart_log(&self.log_dir, &self.name);
-        let manager = spawn(
-            &binary("catalogd")?,
+        let manager = launch(
+            "catalogd",
             &args,
             &self.kubeconfig,
             &log,
             &self.manager.dir,
+            &self.admin_url,
         )?;
-        wait_ready(&self.admin_url, &manager)?;
         Ok(Catalogd {
             manager,
             args,
@@ -295,15 +295,9 @@ pub fn start_catalogd_with(name: &str, extra_args: &[String]) -> Result<Catalogd
         "--max-content-bytes=1048576".into(),
     ];
     args.extend(extra_args.iter().cloned());
-    let manager = spawn(
-        &binary("catalogd")?,
-        &args,
-        &kubeconfig,
-        &base.join("logs").join(format!("{name}.log")),
-        &dir,
-    )?;
     let admin_url = format!("http://127.0.0.1:{admin_port}");
-    wait_ready(&admin_url, &manager)?;
+    let log = base.join("logs").join(format!("{name}.log"));
+    let manager = launch("catalogd", &args, &kubeconfig, &log, &dir, &admin_url)?;
     Ok(Catalogd {
         manager,
         content_url,
@@ -350,6 +344,21 @@ fn restart_log(log_dir: &Path, name: &str) -> PathBuf {
             .map(|d| d.as_millis())
             .unwrap_or_default()
     ))
+}
+
+/// Starts the workspace binary `binary_name` (see [`spawn`]) and waits until its admin server
+/// at `admin_url` says ready.
+fn launch(
+    binary_name: &str,
+    args: &[String],
+    kubeconfig: &Path,
+    log: &Path,
+    dir: &Path,
+    admin_url: &str,
+) -> Result<Manager> {
+    let manager = spawn(&binary(binary_name)?, args, kubeconfig, log, dir)?;
+    wait_ready(admin_url, &manager)?;
+    Ok(manager)
 }
 
 /// Waits (up to 60 s) until the manager's /readyz says ready; fails early if it exits.
@@ -400,14 +409,14 @@ impl OperatorController {
     pub fn restart(&self) -> Result<OperatorController> {
         self.manager.stop()?;
         let log = restart_log(&self.log_dir, &self.name);
-        let manager = spawn(
-            &binary("operator-controller")?,
+        let manager = launch(
+            "operator-controller",
             &self.args,
             &self.kubeconfig,
             &log,
             &self.manager.dir,
+            &self.admin_url,
         )?;
-        wait_ready(&self.admin_url, &manager)?;
         Ok(OperatorController {
             manager,
             ..self.clone()
@@ -446,15 +455,16 @@ pub fn start_operator_controller_with(
         "--fetch-timeout-seconds=10".into(),
     ];
     args.extend(extra_args.iter().cloned());
-    let manager = spawn(
-        &binary("operator-controller")?,
+    let admin_url = format!("http://127.0.0.1:{admin_port}");
+    let log = base.join("logs").join(format!("{name}.log"));
+    let manager = launch(
+        "operator-controller",
         &args,
         &kubeconfig,
-        &base.join("logs").join(format!("{name}.log")),
+        &log,
         &dir,
+        &admin_url,
     )?;
-    let admin_url = format!("http://127.0.0.1:{admin_port}");
-    wait_ready(&admin_url, &manager)?;
     Ok(OperatorController {
         manager,
         admin_url,

@@ -146,18 +146,29 @@ struct Prepared<'a> {
 }
 
 impl<'a> Prepared<'a> {
+    /// The BundleDeployment `name`: by the index once built, else by a scan (one lookup is
+    /// cheaper than building the index, which only a solve needs).
     fn bundle_deployment(&self, name: &str) -> Option<&'a Arc<BundleDeployment>> {
+        match self.bundle_deployments.get() {
+            Some(index) => index.get(name).copied(),
+            None => self
+                .snapshot
+                .bundle_deployments
+                .iter()
+                .find(|bd| bd.metadata.name.as_deref() == Some(name)),
+        }
+    }
+
+    /// Builds the name → BundleDeployment index, before many lookups.
+    fn index_bundle_deployments(&self) {
         let snapshot = self.snapshot;
-        self.bundle_deployments
-            .get_or_init(|| {
-                snapshot
-                    .bundle_deployments
-                    .iter()
-                    .filter_map(|bd| Some((bd.metadata.name.as_deref()?, bd)))
-                    .collect()
-            })
-            .get(name)
-            .copied()
+        self.bundle_deployments.get_or_init(|| {
+            snapshot
+                .bundle_deployments
+                .iter()
+                .filter_map(|bd| Some((bd.metadata.name.as_deref()?, bd)))
+                .collect()
+        });
     }
 
     fn deployed(&self, name: &str) -> Option<Deployed> {
@@ -516,6 +527,7 @@ impl Resolver {
     /// The answers of Operator `i`'s group: memoized, reused (with the time since when), or
     /// solved afresh.
     fn group_answers(&self, p: &Prepared, i: usize, name: &str) -> (Arc<Answers>, Option<Instant>) {
+        p.index_bundle_deployments();
         let group = p.group(i);
         let mut members: Vec<usize> = (0..p.operators.len())
             .filter(|&k| k == i || (group.is_some() && p.group(k) == group))

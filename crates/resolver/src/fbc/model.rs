@@ -285,19 +285,7 @@ impl Fbc {
         line: usize,
         problems: &mut Problems,
     ) {
-        // Once problems are only counted, blobs are checked but not kept.
-        let keep = if problems.is_full() {
-            Keep::Nothing
-        } else {
-            Keep::All
-        };
-        if let Err(message) = self.add(json, file, line, keep) {
-            let origin = Origin {
-                file: self.blobs.file(file),
-                line,
-            };
-            problems.push(Problem::at(&origin, message));
-        }
+        self.push_kept(json, file, line, problems, Keep::All);
     }
 
     /// Adds one blob to the model only, as [`crate::fbc::load::load_model`] describes.
@@ -308,18 +296,7 @@ impl Fbc {
         line: usize,
         problems: &mut Problems,
     ) {
-        let keep = if problems.is_full() {
-            Keep::Nothing
-        } else {
-            Keep::Model
-        };
-        if let Err(message) = self.add(json, file, line, keep) {
-            let origin = Origin {
-                file: self.blobs.file(file),
-                line,
-            };
-            problems.push(Problem::at(&origin, message));
-        }
+        self.push_kept(json, file, line, problems, Keep::Model);
     }
 
     /// Checks one blob as [`Fbc::push_json`] would, without keeping it.
@@ -330,7 +307,25 @@ impl Fbc {
         line: usize,
         problems: &mut Problems,
     ) {
-        if let Err(message) = self.add(json, file, line, Keep::Nothing) {
+        self.push_kept(json, file, line, problems, Keep::Nothing);
+    }
+
+    /// Adds what `keep` says of one blob (nothing once problems are only counted), reporting a
+    /// blob that does not fit its schema.
+    fn push_kept(
+        &mut self,
+        json: &str,
+        file: u32,
+        line: usize,
+        problems: &mut Problems,
+        keep: Keep,
+    ) {
+        let keep = if problems.is_full() {
+            Keep::Nothing
+        } else {
+            keep
+        };
+        if let Err(message) = self.add(json, file, line, keep) {
             let origin = Origin {
                 file: self.blobs.file(file),
                 line,
