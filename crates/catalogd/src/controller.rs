@@ -47,7 +47,7 @@ pub enum Input<'a> {
         /// Its name.
         name: &'a str,
     },
-    /// A Secret in catalogd's namespace (an http auth Secret).
+    /// A Secret in catalogd's namespace (an http auth Secret, an image pull secret).
     Secret {
         /// Its name.
         name: &'a str,
@@ -79,11 +79,19 @@ pub fn readers(
                         .is_some_and(|ca| ca.config_map == name && namespace == own_namespace);
                     in_source || ca
                 }
-                Input::Secret { name } => source
-                    .http
-                    .as_ref()
-                    .and_then(|h| h.auth_secret.as_ref())
-                    .is_some_and(|s| s.name == name),
+                Input::Secret { name } => {
+                    let http = source
+                        .http
+                        .as_ref()
+                        .and_then(|h| h.auth_secret.as_ref())
+                        .is_some_and(|s| s.name == name);
+                    let pull = source
+                        .image
+                        .as_ref()
+                        .and_then(|i| i.pull_secret.as_deref())
+                        .is_some_and(|s| s == name);
+                    http || pull
+                }
             }
         })
         .map(|c| ObjectRef::from_obj(c.as_ref()))
@@ -293,10 +301,19 @@ mod tests {
             }),
             ..empty(SourceType::Http)
         };
+        let image = Source {
+            image: Some(olm_api::catalog::ImageSource {
+                r#ref: "r.io/c:1".into(),
+                pull_secret: Some("pull".into()),
+                ..Default::default()
+            }),
+            ..empty(SourceType::Image)
+        };
         let all = vec![
             catalog("own", cms(None)),
             catalog("other", cms(Some("team"))),
             catalog("web", http),
+            catalog("img", image),
         ];
         let cm = |namespace, name| Input::ConfigMap { namespace, name };
         assert_eq!(names(readers(&all, "olm", cm("olm", "cm"))), ["own"]);
@@ -306,6 +323,10 @@ mod tests {
         assert_eq!(
             names(readers(&all, "olm", Input::Secret { name: "creds" })),
             ["web"]
+        );
+        assert_eq!(
+            names(readers(&all, "olm", Input::Secret { name: "pull" })),
+            ["img"]
         );
         assert!(readers(&all, "olm", Input::Secret { name: "cm" }).is_empty());
     }

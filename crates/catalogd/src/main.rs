@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use catalogd::context::Parts;
+use catalogd::source::image::registry::RegistryOptions;
+use catalogd::source::image::{ImageMetrics, ImageOptions, ImageSource, cache::LayerCache};
 use catalogd::source::{Sources, configmaps::ConfigMapsSource, http::HttpSource};
 use catalogd::{controller, metrics::CatalogdMetrics, server, store::Store};
 use clap::Parser;
@@ -61,6 +63,26 @@ struct Flags {
     /// How long one HTTP fetch may take, in seconds.
     #[arg(long, default_value_t = 120)]
     http_timeout_seconds: u64,
+    /// How long one image pull may take in all, in seconds (connecting and each read are
+    /// bounded by --http-timeout-seconds).
+    #[arg(long, default_value_t = 300)]
+    image_timeout_seconds: u64,
+    /// Image pulls running at once, across all Catalogs.
+    #[arg(long, default_value_t = 2)]
+    max_concurrent_pulls: usize,
+    /// Registries (`host` or `host:port`, comma-separated) that may be reached over plain
+    /// HTTP when they do not speak TLS; loopback registries always may.
+    #[arg(long, value_delimiter = ',')]
+    insecure_registries: Vec<String>,
+    /// PEM bundle of CAs trusted for every registry, besides the system's.
+    #[arg(long)]
+    registry_ca_file: Option<PathBuf>,
+    /// Where image layers are cached, by digest (default: `.layers` in --storage-dir).
+    #[arg(long)]
+    layer_cache_dir: Option<PathBuf>,
+    /// How many bytes of layers the cache keeps; the least recently used go first.
+    #[arg(long, default_value_t = 1024 * 1024 * 1024)]
+    layer_cache_bytes: u64,
     /// Log format: plain or json.
     #[arg(long, default_value = "plain")]
     log_format: telemetry::LogFormat,
@@ -121,10 +143,41 @@ async fn main() -> Result<()> {
         flags.max_content_bytes,
         Duration::from_secs(flags.http_timeout_seconds),
     );
+    let ca_pem = match &flags.registry_ca_file {
+        Some(path) => {
+            Some(std::fs::read(path).with_context(|| format!("reading {}", path.display()))?)
+        }
+        None => None,
+    };
+    let layer_dir = flags
+        .layer_cache_dir
+        .clone()
+        .unwrap_or_else(|| flags.storage_dir.join(".layers"));
+    let image = ImageSource::new(
+        client.clone(),
+        flags.namespace.clone(),
+        ImageOptions {
+            registry: RegistryOptions {
+                insecure_registries: flags.insecure_registries.clone(),
+                ca_pem,
+                timeout: Duration::from_secs(flags.http_timeout_seconds),
+            },
+            max_bytes: flags.max_content_bytes,
+            pull_timeout: Duration::from_secs(flags.image_timeout_seconds),
+            max_concurrent_pulls: flags.max_concurrent_pulls,
+        },
+        LayerCache::open(&layer_dir, flags.layer_cache_bytes)
+            .with_context(|| format!("opening the layer cache {}", layer_dir.display()))?,
+        Some(ImageMetrics::new(&metrics.registry)?),
+    );
     let parts = Parts {
         client: client.clone(),
         store,
-        sources: Sources { config_maps, http },
+        sources: Sources {
+            config_maps,
+            http,
+            image,
+        },
         metrics: CatalogdMetrics::new(&metrics.registry)?,
         events: EventPublisher::from_env(client.clone(), "catalogd"),
         external_address: flags.external_address.clone(),

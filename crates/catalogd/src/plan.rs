@@ -215,61 +215,60 @@ pub fn plan(
         }),
         SourceType::Http => {
             let http = spec.http.clone().unwrap_or_default();
-            let interval = poll_interval(http.poll_interval.as_deref());
             let previous_http = previous
                 .as_ref()
                 .and_then(|p| p.http.as_ref())
                 .filter(|h| h.url == http.url);
-            // Pinned content that is served cannot change: never fetch it again.
-            if let (Some(pin), Some(prev)) = (&http.sha256, previous_http)
-                && *pin == prev.sha256
-            {
-                return match previous {
-                    Some(previous) if !current || status_stale => Plan::fetch(Fetch {
-                        mode: Mode::Confirm(previous),
-                        announce: false,
-                        next_poll: None,
-                    }),
-                    _ => Plan::UpToDate { requeue: None },
-                };
-            }
-            if current && !status_stale {
-                let Some(interval) = interval else {
-                    return Plan::UpToDate { requeue: None };
-                };
-                let elapsed = previous_http
-                    .and_then(|h| h.last_poll_attempt.as_ref())
-                    .map(|t| now.wall.duration_since(t.0).unsigned_abs());
-                return match (elapsed, previous) {
-                    (Some(e), _) if e < interval => Plan::UpToDate {
-                        requeue: Some(interval - e),
-                    },
-                    (_, Some(previous)) => Plan::fetch(Fetch {
-                        mode: Mode::Conditional(previous),
-                        announce: false,
-                        next_poll: Some(interval),
-                    }),
-                    (_, None) => Plan::fetch(Fetch {
-                        mode: Mode::Full,
-                        announce: false,
-                        next_poll: Some(interval),
-                    }),
-                };
-            }
-            // A new spec, or content whose status must be rewritten. Conditional only when a
-            // "not modified" would be good news: the same URL, and no new pin to check against
-            // the body.
-            let conditional = previous_http
-                .is_some_and(|p| http.sha256.as_ref().is_none_or(|pin| *pin == p.sha256));
-            let mode = match previous {
-                Some(previous) if conditional => Mode::Conditional(previous),
-                _ => Mode::Full,
-            };
-            Plan::fetch(Fetch {
-                mode,
-                announce: status.observed_generation != generation,
-                next_poll: interval,
-            })
+            remote(
+                Remote {
+                    interval: poll_interval(http.poll_interval.as_deref()),
+                    // Pinned content that is served cannot change.
+                    pinned_and_served: http
+                        .sha256
+                        .as_ref()
+                        .zip(previous_http)
+                        .is_some_and(|(pin, p)| *pin == p.sha256),
+                    // Conditional only when a "not modified" would be good news: the same
+                    // URL, and no new pin to check against the body.
+                    conditional: previous_http
+                        .is_some_and(|p| http.sha256.as_ref().is_none_or(|pin| *pin == p.sha256)),
+                    last_poll: previous_http.and_then(|h| h.last_poll_attempt.as_ref()),
+                },
+                previous.clone(),
+                current,
+                status_stale,
+                status.observed_generation != generation,
+                now,
+            )
+        }
+        SourceType::Image => {
+            let image = spec.image.clone().unwrap_or_default();
+            let previous_image = previous.as_ref().and_then(|p| p.image.as_ref());
+            let served_digest = previous_image
+                .and_then(|i| i.resolved_ref.as_deref())
+                .and_then(|r| r.rsplit_once('@'))
+                .map(|(_, d)| d);
+            let pinned = image.r#ref.rsplit_once('@').map(|(_, d)| d);
+            remote(
+                Remote {
+                    // A digest never names other content: never polled (the CRD refuses a
+                    // pollInterval with one, as upstream).
+                    interval: poll_interval(image.poll_interval.as_deref())
+                        .filter(|_| pinned.is_none()),
+                    pinned_and_served: pinned.is_some() && pinned == served_digest,
+                    // Any served image: the registry is asked for the digest first, and the
+                    // same digest is the same content, whatever the reference.
+                    conditional: served_digest.is_some(),
+                    last_poll: previous_image
+                        .filter(|i| i.r#ref == image.r#ref)
+                        .and_then(|i| i.last_poll_attempt.as_ref()),
+                },
+                previous.clone(),
+                current,
+                status_stale,
+                status.observed_generation != generation,
+                now,
+            )
         }
         // The source says why it cannot be unpacked.
         _ => Plan::fetch(Fetch {
@@ -278,6 +277,75 @@ pub fn plan(
             next_poll: None,
         }),
     }
+}
+
+/// What the plan needs to know of a remote source (http, image).
+struct Remote<'a> {
+    /// How often to poll, if at all.
+    interval: Option<Duration>,
+    /// The spec pins content (a sha256, a digest) that is the served content.
+    pinned_and_served: bool,
+    /// The source may be asked whether the served content is still current.
+    conditional: bool,
+    /// When the source was last asked, for the current spec.
+    last_poll: Option<&'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+}
+
+/// The plan for a remote source, given what was fetched for the served content, whether the
+/// served content is the current spec's, whether the status must be rewritten, and whether
+/// the generation is new.
+fn remote(
+    source: Remote<'_>,
+    previous: Option<ResolvedSource>,
+    current: bool,
+    status_stale: bool,
+    new_generation: bool,
+    now: Clock,
+) -> Plan {
+    // Pinned content that is served cannot change: never fetch it again.
+    if source.pinned_and_served {
+        return match previous {
+            Some(previous) if !current || status_stale => Plan::fetch(Fetch {
+                mode: Mode::Confirm(previous),
+                announce: false,
+                next_poll: None,
+            }),
+            _ => Plan::UpToDate { requeue: None },
+        };
+    }
+    if current && !status_stale {
+        let Some(interval) = source.interval else {
+            return Plan::UpToDate { requeue: None };
+        };
+        let elapsed = source
+            .last_poll
+            .map(|t| now.wall.duration_since(t.0).unsigned_abs());
+        return match (elapsed, previous) {
+            (Some(e), _) if e < interval => Plan::UpToDate {
+                requeue: Some(interval - e),
+            },
+            (_, Some(previous)) => Plan::fetch(Fetch {
+                mode: Mode::Conditional(previous),
+                announce: false,
+                next_poll: Some(interval),
+            }),
+            (_, None) => Plan::fetch(Fetch {
+                mode: Mode::Full,
+                announce: false,
+                next_poll: Some(interval),
+            }),
+        };
+    }
+    // A new spec, or content whose status must be rewritten.
+    let mode = match previous {
+        Some(previous) if source.conditional => Mode::Conditional(previous),
+        _ => Mode::Full,
+    };
+    Plan::fetch(Fetch {
+        mode,
+        announce: new_generation,
+        next_poll: source.interval,
+    })
 }
 
 #[cfg(test)]

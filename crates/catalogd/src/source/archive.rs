@@ -139,7 +139,7 @@ pub fn files(
 
 /// `path` joined to `base` (a directory inside the catalog, "" for its root) with `.` and `..`
 /// resolved; `None` when it climbs above the root.
-fn normalize(base: &str, path: &str) -> Option<String> {
+pub(crate) fn normalize(base: &str, path: &str) -> Option<String> {
     let mut parts: Vec<&str> = base.split('/').filter(|p| !p.is_empty()).collect();
     for part in path.split('/') {
         match part {
@@ -153,7 +153,7 @@ fn normalize(base: &str, path: &str) -> Option<String> {
     Some(parts.join("/"))
 }
 
-fn parent(path: &str) -> &str {
+pub(crate) fn parent(path: &str) -> &str {
     path.rsplit_once('/').map_or("", |(dir, _)| dir)
 }
 

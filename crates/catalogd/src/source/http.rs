@@ -111,7 +111,7 @@ impl HttpSource {
         let response = request.send().await.map_err(|e| {
             SourceError::new(
                 reasons::UNPACK_FAILED,
-                format!("GET {shown}: {}", describe(e)),
+                format!("GET {shown}: {}", describe(e, "--http-timeout-seconds")),
             )
         })?;
         let status = response.status();
@@ -168,7 +168,10 @@ impl HttpSource {
             let chunk = chunk.map_err(|e| {
                 SourceError::new(
                     reasons::UNPACK_FAILED,
-                    format!("GET {shown}: reading the body: {}", describe(e)),
+                    format!(
+                        "GET {shown}: reading the body: {}",
+                        describe(e, "--http-timeout-seconds")
+                    ),
                 )
             })?;
             if body.len() as u64 + chunk.len() as u64 > self.max_bytes {
@@ -238,8 +241,9 @@ fn resolved(http: ResolvedHttpSource) -> ResolvedSource {
     }
 }
 
-/// reqwest's error with its causes, so "timed out" or "connection refused" is visible.
-fn describe(e: reqwest::Error) -> String {
+/// reqwest's error with its causes, so "timed out" or "connection refused" is visible; a
+/// timeout names `timeout_flag`, the flag that sets it.
+pub(crate) fn describe(e: reqwest::Error, timeout_flag: &str) -> String {
     let timeout = e.is_timeout();
     // The URL is named by the caller, redacted.
     let e = e.without_url();
@@ -251,7 +255,7 @@ fn describe(e: reqwest::Error) -> String {
         source = s.source();
     }
     if timeout {
-        text.push_str(" (timed out; see --http-timeout-seconds)");
+        text.push_str(&format!(" (timed out; see {timeout_flag})"));
     }
     text
 }

@@ -6,6 +6,7 @@ pub mod archive;
 pub mod configmaps;
 pub mod credentials;
 pub mod http;
+pub mod image;
 
 use futures::future::BoxFuture;
 use k8s_openapi::NamespaceResourceScope;
@@ -51,6 +52,10 @@ pub mod reasons {
     pub const INVALID_CREDENTIALS: &str = "InvalidCredentials";
     /// A referenced Secret lacks the opt-in label of credentials (see `credentials`).
     pub const SECRET_NOT_OPTED_IN: &str = "SecretNotOptedIn";
+    /// The registry refused the request: no credentials, or wrong ones.
+    pub const UNAUTHORIZED: &str = "Unauthorized";
+    /// The image reference does not parse.
+    pub const INVALID_REFERENCE: &str = "InvalidImageReference";
 }
 
 /// Why a fetch failed: a condition reason and a message that says what to fix.
@@ -109,6 +114,8 @@ pub struct Sources {
     pub config_maps: configmaps::ConfigMapsSource,
     /// `http`.
     pub http: http::HttpSource,
+    /// `image`.
+    pub image: image::ImageSource,
 }
 
 impl Sources {
@@ -117,10 +124,11 @@ impl Sources {
         match type_ {
             SourceType::ConfigMaps => Ok(&self.config_maps),
             SourceType::Http => Ok(&self.http),
+            SourceType::Image => Ok(&self.image),
             other => Err(SourceError::new(
                 reasons::UNSUPPORTED_SOURCE,
                 format!(
-                    "this catalogd cannot unpack {} sources yet; use a configMaps or http source",
+                    "this catalogd cannot unpack {} sources yet; use an image, configMaps or http source",
                     other.as_str()
                 ),
             )),

@@ -1,0 +1,750 @@
+//! An image's file system, as far as a catalog needs it: layers (tar, plain, gzip or zstd) are
+//! applied in order, whiteouts and opaque whiteouts included, and only what lies under the
+//! configs directory is kept in memory. Layers are untrusted: entries that escape the root
+//! (`..`, absolute paths, links pointing above it) are refused wherever they are, links in the
+//! configs directory must stay in it, and the kept content and each layer's unpacked size are
+//! limited.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read};
+
+use crate::source::archive::{normalize, parent};
+
+/// Links followed one after the other before giving up (a loop, or an absurd chain).
+const MAX_LINK_HOPS: usize = 8;
+/// The prefix of whiteout files; `.wh..wh..opq` makes its directory opaque.
+const WHITEOUT: &str = ".wh.";
+const OPAQUE: &str = ".wh..wh..opq";
+
+/// Why a layer cannot be applied.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LayerError {
+    /// The layer or the kept content is over the limit.
+    #[error("{0}")]
+    TooLarge(String),
+    /// An entry is hostile or unsupported.
+    #[error("{0}")]
+    Refused(String),
+    /// The layer is not a readable tar (in gzip or zstd).
+    #[error("{0}")]
+    Corrupt(String),
+}
+
+#[derive(Debug, Clone)]
+enum Node {
+    Dir,
+    File(Vec<u8>),
+    /// A link, by its target's path from the image root.
+    Symlink(String),
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    node: Node,
+    /// The layer that wrote it: whiteouts remove only what lower layers wrote.
+    layer: usize,
+}
+
+/// The configs directory of an image, built layer by layer.
+#[derive(Debug)]
+pub struct ImageFs {
+    /// The configs directory, from the image root, without leading or trailing slashes.
+    root: String,
+    /// What lies at or under `root`, by path from the image root.
+    entries: BTreeMap<String, Entry>,
+    /// Bytes of file content kept.
+    kept: u64,
+    max_bytes: u64,
+    /// A symlink at `root` or one of its ancestors, which catalogd does not follow.
+    link_on_path: Option<String>,
+}
+
+impl ImageFs {
+    /// An empty file system whose configs directory is `configs_dir` (the image's label, such
+    /// as `/configs`), keeping at most `max_bytes` of content.
+    pub fn new(configs_dir: &str, max_bytes: u64) -> Result<Self, LayerError> {
+        let root = normalize("", configs_dir.trim_start_matches('/')).ok_or_else(|| {
+            LayerError::Refused(format!(
+                "the configs directory {configs_dir:?} climbs out of the image with .."
+            ))
+        })?;
+        Ok(Self {
+            root,
+            entries: BTreeMap::new(),
+            kept: 0,
+            max_bytes,
+            link_on_path: None,
+        })
+    }
+
+    /// Applies layer `index` (0 is the base), read from `layer` (a tar, plain or compressed),
+    /// unpacking at most `max_layer_bytes` of tar.
+    pub fn apply(
+        &mut self,
+        index: usize,
+        layer: impl Read,
+        max_layer_bytes: u64,
+    ) -> Result<(), LayerError> {
+        let mut buffered = BufReader::new(layer);
+        let magic = buffered
+            .fill_buf()
+            .map_err(|e| LayerError::Corrupt(format!("reading the layer: {e}")))?;
+        let tar: Box<dyn Read + '_> = if magic.starts_with(&[0x1f, 0x8b]) {
+            Box::new(flate2::bufread::MultiGzDecoder::new(buffered))
+        } else if magic.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+            Box::new(
+                zstd::stream::read::Decoder::with_buffer(buffered)
+                    .map_err(|e| LayerError::Corrupt(format!("reading the zstd layer: {e}")))?,
+            )
+        } else {
+            Box::new(buffered)
+        };
+        let mut limited = Limited {
+            inner: tar,
+            left: max_layer_bytes,
+            exceeded: false,
+        };
+        let result = self.apply_tar(index, &mut limited);
+        if limited.exceeded {
+            return Err(LayerError::TooLarge(format!(
+                "unpacks to more than {max_layer_bytes} bytes"
+            )));
+        }
+        result
+    }
+
+    fn apply_tar(&mut self, index: usize, tar: &mut dyn Read) -> Result<(), LayerError> {
+        let corrupt = |e: std::io::Error| LayerError::Corrupt(format!("not a readable tar: {e}"));
+        let mut archive = tar::Archive::new(tar);
+        for entry in archive.entries().map_err(corrupt)? {
+            let mut entry = entry.map_err(corrupt)?;
+            let raw = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+            if raw.starts_with('/') {
+                return Err(LayerError::Refused(format!(
+                    "entry {raw:?} has an absolute path"
+                )));
+            }
+            let path = normalize("", &raw).ok_or_else(|| {
+                LayerError::Refused(format!("entry {raw:?} climbs out of the image with .."))
+            })?;
+            if path.is_empty() {
+                continue;
+            }
+            let name = path.rsplit('/').next().unwrap_or_default();
+            if let Some(hidden) = name.strip_prefix(WHITEOUT) {
+                let dir = parent(&path);
+                if name == OPAQUE {
+                    self.opaque(dir, index);
+                } else if !hidden.starts_with(WHITEOUT) {
+                    // `.wh..wh.*` other than the opaque marker is AUFS bookkeeping.
+                    self.remove(&join(dir, hidden));
+                }
+                continue;
+            }
+            let kind = entry.header().entry_type();
+            if kind.is_symlink() || kind.is_hard_link() {
+                let target = entry
+                    .link_name_bytes()
+                    .map(|t| String::from_utf8_lossy(&t).into_owned())
+                    .unwrap_or_default();
+                // A symlink is relative to its directory, or absolute from the image root; a
+                // hard link names a path in the image.
+                let base = if kind.is_symlink() && !target.starts_with('/') {
+                    parent(&path)
+                } else {
+                    ""
+                };
+                let resolved =
+                    normalize(base, target.trim_start_matches('/')).ok_or_else(|| {
+                        LayerError::Refused(format!(
+                            "entry {path:?} links to {target:?}, outside the image"
+                        ))
+                    })?;
+                if kind.is_symlink() {
+                    self.put_symlink(&path, resolved, index)?;
+                } else {
+                    self.put_hard_link(&path, &resolved, index)?;
+                }
+                continue;
+            }
+            if kind.is_dir() {
+                self.put(&path, Node::Dir, index)?;
+            } else if kind.is_file() {
+                if !self.inside(&path) {
+                    // Not ours: it still replaces whatever was at its path.
+                    self.replace_outside(&path);
+                    continue;
+                }
+                let size = entry.header().size().map_err(corrupt)?;
+                if self.kept_without(&path).saturating_add(size) > self.max_bytes {
+                    return Err(self.too_large());
+                }
+                let mut content = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+                entry.read_to_end(&mut content).map_err(corrupt)?;
+                // A truncated layer must fail, not yield part of a catalog.
+                if content.len() as u64 != size {
+                    return Err(LayerError::Corrupt(format!(
+                        "truncated: entry {path:?} has {} of its {size} bytes",
+                        content.len()
+                    )));
+                }
+                self.put(&path, Node::File(content), index)?;
+            }
+            // Devices, fifos and the like mean nothing to a catalog.
+        }
+        Ok(())
+    }
+
+    /// Whether `path` is the configs directory or lies under it.
+    fn inside(&self, path: &str) -> bool {
+        within(path, &self.root)
+    }
+
+    /// Whether `path` is a strict ancestor of the configs directory.
+    fn above(&self, path: &str) -> bool {
+        path != self.root && within(&self.root, path)
+    }
+
+    fn kept_without(&self, path: &str) -> u64 {
+        let old = match self.entries.get(path).map(|e| &e.node) {
+            Some(Node::File(c)) => c.len() as u64,
+            _ => 0,
+        };
+        self.kept - old
+    }
+
+    fn too_large(&self) -> LayerError {
+        LayerError::TooLarge(format!(
+            "the content under /{} is larger than {} bytes",
+            self.root, self.max_bytes
+        ))
+    }
+
+    /// A non-directory written outside the configs directory: if it sits on the directory's
+    /// path, the directory is gone.
+    fn replace_outside(&mut self, path: &str) {
+        if self.above(path) {
+            self.clear_under(path);
+        }
+    }
+
+    fn put(&mut self, path: &str, node: Node, layer: usize) -> Result<(), LayerError> {
+        if !self.inside(path) {
+            if self.above(path) {
+                match node {
+                    // A directory on the path replaces a symlink that was there.
+                    Node::Dir => {
+                        if self.link_on_path.as_deref() == Some(path) {
+                            self.link_on_path = None;
+                        }
+                    }
+                    _ => self.clear_under(path),
+                }
+            }
+            return Ok(());
+        }
+        self.refuse_through_link(path)?;
+        // Whatever is written under the configs directory implies it.
+        if path != self.root && !self.entries.contains_key(&self.root) {
+            self.entries.insert(
+                self.root.clone(),
+                Entry {
+                    node: Node::Dir,
+                    layer,
+                },
+            );
+        }
+        // A non-directory replaces a directory and all it held; a directory merges.
+        if !matches!(node, Node::Dir) {
+            self.clear_under(path);
+        } else if matches!(self.entries.get(path).map(|e| &e.node), Some(Node::Dir)) {
+            return Ok(());
+        }
+        if path == self.root {
+            self.link_on_path = match node {
+                Node::Symlink(_) => Some(path.to_owned()),
+                _ => None,
+            };
+        }
+        self.kept = self.kept_without(path);
+        if let Node::File(content) = &node {
+            self.kept += content.len() as u64;
+        }
+        self.entries.insert(path.to_owned(), Entry { node, layer });
+        Ok(())
+    }
+
+    fn put_symlink(&mut self, path: &str, target: String, layer: usize) -> Result<(), LayerError> {
+        if self.above(path) {
+            // catalogd reads the configs directory where the label says it is, and does not
+            // chase it through links.
+            self.clear_under(path);
+            self.link_on_path = Some(path.to_owned());
+            return Ok(());
+        }
+        self.put(path, Node::Symlink(target), layer)
+    }
+
+    fn put_hard_link(&mut self, path: &str, target: &str, layer: usize) -> Result<(), LayerError> {
+        if !self.inside(path) {
+            self.replace_outside(path);
+            return Ok(());
+        }
+        match self.entries.get(target).map(|e| e.node.clone()) {
+            Some(Node::File(content)) => {
+                if self.kept_without(path).saturating_add(content.len() as u64) > self.max_bytes {
+                    return Err(self.too_large());
+                }
+                self.put(path, Node::File(content), layer)
+            }
+            _ if !self.inside(target) => Err(LayerError::Refused(format!(
+                "entry {path:?} is a hard link to {target:?}, outside /{}",
+                self.root
+            ))),
+            // A hard link to nothing (or to a directory) is a broken archive; it adds nothing.
+            _ => Ok(()),
+        }
+    }
+
+    /// Refuses an entry written through a symlink inside the configs directory.
+    fn refuse_through_link(&self, path: &str) -> Result<(), LayerError> {
+        let mut dir = parent(path);
+        while !dir.is_empty() && self.inside(dir) {
+            if let Some(Entry {
+                node: Node::Symlink(_),
+                ..
+            }) = self.entries.get(dir)
+            {
+                return Err(LayerError::Refused(format!(
+                    "entry {path:?} is written through the symlink {dir:?}"
+                )));
+            }
+            dir = parent(dir);
+        }
+        Ok(())
+    }
+
+    /// A whiteout of `path`.
+    fn remove(&mut self, path: &str) {
+        if self.inside(path) || self.above(path) {
+            self.clear_under(path);
+            if self.link_on_path.as_deref() == Some(path) {
+                self.link_on_path = None;
+            }
+        }
+    }
+
+    /// An opaque whiteout of `dir` in `layer`: what lower layers put under it is gone.
+    fn opaque(&mut self, dir: &str, layer: usize) {
+        if self.inside(dir) || within(&self.root, dir) {
+            let lower: Vec<String> = self
+                .entries
+                .iter()
+                .filter(|(p, e)| *p != dir && within(p, dir) && e.layer < layer)
+                .map(|(p, _)| p.clone())
+                .collect();
+            self.drop_all(&lower);
+            if self
+                .link_on_path
+                .as_deref()
+                .is_some_and(|l| l != dir && within(l, dir))
+            {
+                self.link_on_path = None;
+            }
+        }
+    }
+
+    /// Removes `path` and everything under it (all of it, when `path` is above the configs
+    /// directory).
+    fn clear_under(&mut self, path: &str) {
+        let doomed: Vec<String> = self
+            .entries
+            .keys()
+            .filter(|p| within(p, path))
+            .cloned()
+            .collect();
+        self.drop_all(&doomed);
+    }
+
+    fn drop_all(&mut self, paths: &[String]) {
+        for p in paths {
+            if let Some(Entry {
+                node: Node::File(c),
+                ..
+            }) = self.entries.remove(p)
+            {
+                self.kept -= c.len() as u64;
+            }
+        }
+    }
+
+    /// The catalog's files, by path under the configs directory, in path order: symlinks
+    /// stand for their target's content.
+    pub fn into_files(self) -> Result<Vec<(String, Vec<u8>)>, LayerError> {
+        if let Some(link) = &self.link_on_path {
+            return Err(LayerError::Refused(format!(
+                "/{link} is a symlink; catalogd reads /{} only as a real directory",
+                self.root
+            )));
+        }
+        if let Some(Node::File(_)) = self.entries.get(&self.root).map(|e| &e.node) {
+            return Err(LayerError::Refused(format!(
+                "/{} is a file, not the directory of a catalog",
+                self.root
+            )));
+        }
+        if !self.entries.contains_key(&self.root) {
+            return Err(LayerError::Refused(format!(
+                "the image has no /{} directory (the label operators.operatorframework.io.index.configs.v1 names it; a whiteout may have removed it)",
+                self.root
+            )));
+        }
+        let mut total = self.kept;
+        let mut files = Vec::new();
+        for (path, entry) in &self.entries {
+            let content = match &entry.node {
+                Node::Dir => continue,
+                Node::File(c) => c.clone(),
+                Node::Symlink(target) => match self.follow(path, target)? {
+                    Some(c) => {
+                        total += c.len() as u64;
+                        if total > self.max_bytes {
+                            return Err(self.too_large());
+                        }
+                        c.clone()
+                    }
+                    None => continue,
+                },
+            };
+            let relative = path
+                .strip_prefix(&self.root)
+                .unwrap_or(path)
+                .trim_start_matches('/');
+            files.push((relative.to_owned(), content));
+        }
+        Ok(files)
+    }
+
+    /// The content a symlink stands for: a file in the configs directory, or nothing (a link
+    /// to a directory or to nothing).
+    fn follow(&self, path: &str, target: &str) -> Result<Option<&Vec<u8>>, LayerError> {
+        let mut target = target.to_owned();
+        for _ in 0..MAX_LINK_HOPS {
+            if !self.inside(&target) {
+                return Err(LayerError::Refused(format!(
+                    "entry {path:?} links to /{target}, outside /{}",
+                    self.root
+                )));
+            }
+            match self.entries.get(&target).map(|e| &e.node) {
+                Some(Node::Symlink(next)) => target = next.clone(),
+                Some(Node::File(c)) => return Ok(Some(c)),
+                _ => return Ok(None),
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Whether `path` is `dir` or lies under it ("" is the image root).
+fn within(path: &str, dir: &str) -> bool {
+    dir.is_empty()
+        || path == dir
+        || (path.starts_with(dir) && path.as_bytes().get(dir.len()) == Some(&b'/'))
+}
+
+fn join(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+/// A reader that stops with an error past `left` bytes.
+struct Limited<R> {
+    inner: R,
+    left: u64,
+    exceeded: bool,
+}
+
+impl<R: Read> Read for Limited<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n as u64 > self.left {
+            self.exceeded = true;
+            return Err(std::io::Error::other("layer over the size limit"));
+        }
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tar::EntryType;
+
+    type E = (&'static str, EntryType, &'static [u8], &'static str);
+
+    /// A tar written header by header: `tar::Builder` refuses the hostile entries needed here.
+    fn tar(entries: &[E]) -> Vec<u8> {
+        let mut tar = Vec::new();
+        for (path, kind, data, link) in entries {
+            let mut header = tar::Header::new_gnu();
+            header.set_entry_type(*kind);
+            header.set_size(data.len() as u64);
+            header.set_mode(0o644);
+            header.as_old_mut().name[..path.len()].copy_from_slice(path.as_bytes());
+            header.as_old_mut().linkname[..link.len()].copy_from_slice(link.as_bytes());
+            header.set_cksum();
+            tar.extend_from_slice(header.as_bytes());
+            tar.extend_from_slice(data);
+            tar.resize(tar.len().div_ceil(512) * 512, 0);
+        }
+        tar.resize(tar.len() + 1024, 0);
+        tar
+    }
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, bytes).unwrap();
+        gz.finish().unwrap()
+    }
+
+    fn file(path: &'static str, data: &'static [u8]) -> E {
+        (path, EntryType::Regular, data, "")
+    }
+    fn dir(path: &'static str) -> E {
+        (path, EntryType::Directory, b"", "")
+    }
+    fn symlink(path: &'static str, target: &'static str) -> E {
+        (path, EntryType::Symlink, b"", target)
+    }
+    fn whiteout(path: &'static str) -> E {
+        (path, EntryType::Regular, b"", "")
+    }
+
+    fn build(layers: &[Vec<E>]) -> Result<Vec<(String, String)>, LayerError> {
+        build_in("/configs", layers, 1 << 20)
+    }
+
+    fn build_in(
+        configs: &str,
+        layers: &[Vec<E>],
+        max: u64,
+    ) -> Result<Vec<(String, String)>, LayerError> {
+        let mut fs = ImageFs::new(configs, max)?;
+        for (i, layer) in layers.iter().enumerate() {
+            fs.apply(i, gzip(&tar(layer)).as_slice(), max)?;
+        }
+        Ok(fs
+            .into_files()?
+            .into_iter()
+            .map(|(p, c)| (p, String::from_utf8(c).unwrap()))
+            .collect())
+    }
+
+    fn names(files: &[(String, String)]) -> Vec<&str> {
+        files.iter().map(|(p, _)| p.as_str()).collect()
+    }
+
+    #[test]
+    fn layers_stack_and_only_the_configs_directory_is_kept() {
+        let files = build(&[
+            vec![
+                dir("bin"),
+                file("bin/opm", b"ELF"),
+                dir("configs"),
+                file("configs/a/catalog.json", b"a1"),
+            ],
+            vec![
+                file("./configs/a/catalog.json", b"a2"),
+                file("configs/b.yaml", b"b"),
+            ],
+        ])
+        .unwrap();
+        assert_eq!(
+            files,
+            [
+                ("a/catalog.json".into(), "a2".into()),
+                ("b.yaml".into(), "b".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn whiteouts_remove_what_lower_layers_wrote() {
+        let files = build(&[
+            vec![file("configs/a.json", b"a"), file("configs/d/x.json", b"x")],
+            vec![whiteout("configs/.wh.a.json"), whiteout("configs/.wh.d")],
+        ])
+        .unwrap();
+        assert!(files.is_empty(), "{files:?}");
+    }
+
+    #[test]
+    fn an_opaque_directory_hides_lower_layers_but_not_its_own() {
+        let files = build(&[
+            vec![file("configs/old.json", b"o")],
+            vec![
+                file("configs/new.json", b"n"),
+                whiteout("configs/.wh..wh..opq"),
+            ],
+        ])
+        .unwrap();
+        assert_eq!(names(&files), ["new.json"]);
+    }
+
+    #[test]
+    fn a_whiteout_of_the_configs_directory_leaves_no_catalog() {
+        let err = build(&[
+            vec![file("configs/a.json", b"a")],
+            vec![whiteout(".wh.configs")],
+        ])
+        .unwrap_err();
+        assert!(err.to_string().contains("no /configs directory"), "{err}");
+        let opaque_root = build(&[
+            vec![file("configs/a.json", b"a")],
+            vec![whiteout(".wh..wh..opq"), file("etc/x", b"")],
+        ])
+        .unwrap_err();
+        assert!(
+            matches!(opaque_root, LayerError::Refused(_)),
+            "{opaque_root}"
+        );
+        let replaced = build(&[
+            vec![file("configs/a.json", b"a")],
+            vec![file("configs", b"")],
+        ])
+        .unwrap_err();
+        assert!(replaced.to_string().contains("is a file"), "{replaced}");
+    }
+
+    #[test]
+    fn the_label_may_name_another_directory() {
+        let files = build_in(
+            "/data/catalog/",
+            &[vec![
+                file("configs/ignored.json", b"i"),
+                file("data/catalog/p/c.json", b"c"),
+            ]],
+            1 << 20,
+        )
+        .unwrap();
+        assert_eq!(names(&files), ["p/c.json"]);
+        assert!(ImageFs::new("/../etc", 10).is_err());
+    }
+
+    #[test]
+    fn entries_escaping_the_root_are_refused_anywhere() {
+        for (entries, why) in [
+            (vec![file("/etc/passwd", b"x")], "absolute path"),
+            (vec![file("../x", b"x")], "climbs out"),
+            (vec![file("usr/../../x", b"x")], "climbs out"),
+            (
+                vec![symlink("configs/a.json", "../../etc/passwd")],
+                "outside the image",
+            ),
+            (
+                vec![symlink("usr/lib/x", "../../../../y")],
+                "outside the image",
+            ),
+            (
+                vec![("configs/h.json", EntryType::Link, b"" as &[u8], "../x")],
+                "outside the image",
+            ),
+        ] {
+            let err = build(&[entries]).unwrap_err();
+            assert!(matches!(err, LayerError::Refused(_)), "{err}");
+            assert!(err.to_string().contains(why), "{why}: {err}");
+        }
+    }
+
+    #[test]
+    fn links_must_stay_in_the_configs_directory() {
+        let files = build(&[vec![
+            file("configs/real.json", b"r"),
+            symlink("configs/alias.json", "real.json"),
+            symlink("configs/abs.json", "/configs/real.json"),
+            (
+                "configs/hard.json",
+                EntryType::Link,
+                b"",
+                "configs/real.json",
+            ),
+            symlink("configs/dangling.json", "nothing.json"),
+            symlink("bin/sh", "/usr/bin/dash"),
+        ]])
+        .unwrap();
+        assert_eq!(
+            names(&files),
+            ["abs.json", "alias.json", "hard.json", "real.json"]
+        );
+        assert!(files.iter().all(|(_, c)| c == "r"));
+
+        for entries in [
+            vec![symlink("configs/pw.json", "/etc/passwd")],
+            vec![
+                file("etc/x", b"x"),
+                ("configs/h.json", EntryType::Link, b"" as &[u8], "etc/x"),
+            ],
+        ] {
+            let err = build(&[entries]).unwrap_err();
+            assert!(err.to_string().contains("outside /configs"), "{err}");
+        }
+        let err = build(&[vec![symlink("configs", "/srv")]]).unwrap_err();
+        assert!(err.to_string().contains("is a symlink"), "{err}");
+        let err = build(&[vec![
+            symlink("configs/d", "/tmp"),
+            file("configs/d/x.json", b"x"),
+        ]])
+        .unwrap_err();
+        assert!(err.to_string().contains("through the symlink"), "{err}");
+    }
+
+    #[test]
+    fn sizes_are_limited_per_layer_and_in_all() {
+        static BIG: [u8; 4096] = [b' '; 4096];
+        let err = build_in("/configs", &[vec![file("configs/a.json", &BIG)]], 3000).unwrap_err();
+        assert!(matches!(err, LayerError::TooLarge(_)), "{err}");
+        // A layer that unpacks past the limit stops, even if nothing of it is kept.
+        let mut fs = ImageFs::new("/configs", 1 << 20).unwrap();
+        let layer = gzip(&tar(&[file("bin/big", &BIG)]));
+        let err = fs.apply(0, layer.as_slice(), 2048).unwrap_err();
+        assert!(err.to_string().contains("more than 2048 bytes"), "{err}");
+        // Replacing a file frees its bytes.
+        let files = build_in(
+            "/configs",
+            &[
+                vec![file("configs/a.json", &BIG)],
+                vec![file("configs/a.json", &BIG)],
+            ],
+            6000,
+        )
+        .unwrap();
+        assert_eq!(names(&files), ["a.json"]);
+    }
+
+    #[test]
+    fn plain_gzip_and_zstd_layers_are_read() {
+        let layer = tar(&[file("configs/a.json", b"{}")]);
+        for bytes in [
+            layer.clone(),
+            gzip(&layer),
+            zstd::encode_all(layer.as_slice(), 3).unwrap(),
+        ] {
+            let mut fs = ImageFs::new("/configs", 1 << 20).unwrap();
+            fs.apply(0, bytes.as_slice(), 1 << 20).unwrap();
+            assert_eq!(
+                fs.into_files().unwrap(),
+                [("a.json".to_owned(), b"{}".to_vec())]
+            );
+        }
+        let mut fs = ImageFs::new("/configs", 1 << 20).unwrap();
+        let err = fs
+            .apply(0, &gzip(b"not a tar at all, surely")[..], 1 << 20)
+            .unwrap_err();
+        assert!(matches!(err, LayerError::Corrupt(_)), "{err}");
+    }
+}

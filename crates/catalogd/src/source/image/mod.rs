@@ -1,0 +1,394 @@
+//! The `image` source: catalog images pulled in-process from an OCI registry, by digest.
+//!
+//! A poll costs one manifest HEAD: when the tag still names the digest whose content is served,
+//! nothing else is asked. Otherwise the manifest (an index picks the linux image of this
+//! architecture), the config and the layers are fetched, every blob's digest verified, layers
+//! streamed into a cache on disk (so a changed image fetches only its changed layers), and the
+//! layers applied in order to find the FBC under the directory the image's
+//! `operators.operatorframework.io.index.configs.v1` label names.
+
+pub mod auth;
+pub mod cache;
+pub mod errors;
+pub mod filesystem;
+pub mod manifest;
+pub mod reference;
+pub mod registry;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use oci_client::manifest::{OciDescriptor, OciImageManifest};
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference};
+use olm_api::catalog::{Catalog, ResolvedImageSource, ResolvedSource, SourceType};
+use prometheus::{IntCounterVec, Opts};
+use tokio::sync::Semaphore;
+
+use self::cache::{LayerCache, read_verified};
+use self::errors::PullError;
+use self::filesystem::ImageFs;
+use self::manifest::Manifest;
+use self::registry::{Access, Registries, RegistryOptions};
+use super::credentials::opted_in_secret;
+use super::{CatalogSource, Fetched, SourceError, reasons};
+use crate::plan::Mode;
+
+/// The label that names the FBC directory of a catalog image.
+pub const CONFIGS_LABEL: &str = "operators.operatorframework.io.index.configs.v1";
+/// Where the FBC is when the label is absent.
+pub const DEFAULT_CONFIGS_DIR: &str = "/configs";
+/// The largest image config accepted (they are a few kilobytes).
+const MAX_CONFIG_BYTES: u64 = 4 * 1024 * 1024;
+
+/// How the image source runs.
+#[derive(Debug, Clone)]
+pub struct ImageOptions {
+    /// How registries are reached.
+    pub registry: RegistryOptions,
+    /// The largest layer (compressed and unpacked) and the largest catalog accepted.
+    pub max_bytes: u64,
+    /// How long one pull may take in all.
+    pub pull_timeout: Duration,
+    /// Pulls running at once, across all Catalogs.
+    pub max_concurrent_pulls: usize,
+}
+
+/// Counts of the image source.
+#[derive(Clone)]
+pub struct ImageMetrics {
+    /// Layers needed by pulls, by where they came from (`registry`, `cache`).
+    pub layers: IntCounterVec,
+    /// Bytes of layers downloaded.
+    pub layer_bytes: prometheus::IntCounter,
+}
+
+impl ImageMetrics {
+    /// Registers the families in `registry`.
+    pub fn new(registry: &prometheus::Registry) -> Result<Self, prometheus::Error> {
+        let layers = IntCounterVec::new(
+            Opts::new(
+                "catalogd_image_layers_total",
+                "Layers needed by image pulls, by origin (registry: downloaded; cache: reused).",
+            ),
+            &["origin"],
+        )?;
+        let layer_bytes = prometheus::IntCounter::new(
+            "catalogd_image_layer_download_bytes_total",
+            "Bytes of image layers downloaded from registries.",
+        )?;
+        registry.register(Box::new(layers.clone()))?;
+        registry.register(Box::new(layer_bytes.clone()))?;
+        Ok(Self {
+            layers,
+            layer_bytes,
+        })
+    }
+}
+
+/// Pulls catalog images.
+pub struct ImageSource {
+    client: kube::Client,
+    own_namespace: String,
+    options: ImageOptions,
+    registries: Registries,
+    cache: Arc<LayerCache>,
+    pulls: Semaphore,
+    metrics: Option<ImageMetrics>,
+}
+
+impl ImageSource {
+    /// A source reading pull secrets from `own_namespace` and caching layers in `cache`.
+    pub fn new(
+        client: kube::Client,
+        own_namespace: String,
+        options: ImageOptions,
+        cache: LayerCache,
+        metrics: Option<ImageMetrics>,
+    ) -> Self {
+        Self {
+            client,
+            own_namespace,
+            registries: Registries::new(options.registry.clone()),
+            pulls: Semaphore::new(options.max_concurrent_pulls.max(1)),
+            cache: Arc::new(cache),
+            options,
+            metrics,
+        }
+    }
+
+    /// The credentials of `pull_secret` for `registry`: checked before any request is made.
+    async fn auth(
+        &self,
+        pull_secret: Option<&str>,
+        registry: &str,
+    ) -> Result<RegistryAuth, SourceError> {
+        let Some(name) = pull_secret else {
+            return Ok(RegistryAuth::Anonymous);
+        };
+        let secret =
+            opted_in_secret(&self.client, &self.own_namespace, name, "pull secret").await?;
+        auth::registry_auth(&secret, name, registry)
+    }
+
+    async fn get(&self, catalog: &Catalog, mode: &Mode) -> Result<Fetched, SourceError> {
+        let spec = catalog.spec.source.image.clone().unwrap_or_default();
+        let reference: Reference = spec.r#ref.parse().map_err(|e| {
+            SourceError::new(
+                reasons::INVALID_REFERENCE,
+                format!(
+                    "spec.source.image.ref {:?} is not an image reference: {e}",
+                    spec.r#ref
+                ),
+            )
+        })?;
+        let now = Time(k8s_openapi::jiff::Timestamp::now());
+        let auth = self
+            .auth(spec.pull_secret.as_deref(), reference.resolve_registry())
+            .await?;
+        let sent_credentials = !matches!(auth, RegistryAuth::Anonymous);
+        let access = Access {
+            reference: &reference,
+            auth: &auth,
+            skip_tls_verify: spec.insecure_skip_tls_verify,
+        };
+        let failed = |e: PullError| e.into_source_error(&spec.r#ref, sent_credentials);
+        let digest = match reference.digest() {
+            Some(d) => d.to_owned(),
+            None => self.registries.digest(&access).await.map_err(failed)?,
+        };
+        let resolved = |digest: &str| ResolvedSource {
+            type_: Some(SourceType::Image),
+            image: Some(ResolvedImageSource {
+                r#ref: spec.r#ref.clone(),
+                resolved_ref: Some(reference::by_digest(&reference, digest)),
+                last_poll_attempt: Some(now.clone()),
+            }),
+            ..Default::default()
+        };
+        // The served content came from this very digest: nothing to fetch.
+        let served_digest = super::since(mode)
+            .and_then(|p| p.image.as_ref())
+            .and_then(|i| i.resolved_ref.as_deref())
+            .and_then(reference::digest_of);
+        if served_digest == Some(digest.as_str()) {
+            return Ok(Fetched::Unchanged {
+                resolved: resolved(&digest),
+            });
+        }
+        let started = Instant::now();
+        let _permit =
+            self.pulls.acquire().await.map_err(|_| {
+                SourceError::new(reasons::UNPACK_FAILED, "catalogd is shutting down")
+            })?;
+        let timeout = self.options.pull_timeout;
+        let pulled = tokio::time::timeout(timeout, self.pull(&access, &digest))
+            .await
+            .unwrap_or(Err(PullError::TimedOut(timeout.as_secs())))
+            .map_err(failed)?;
+        tracing::info!(
+            catalog = catalog.metadata.name.as_deref().unwrap_or_default(),
+            image = %spec.r#ref,
+            %digest,
+            files = pulled.len(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "pulled catalog image"
+        );
+        Ok(Fetched::Content {
+            files: pulled,
+            resolved: resolved(&digest),
+        })
+    }
+
+    /// Pulls the image `digest` names and returns the files of its configs directory.
+    async fn pull(
+        &self,
+        access: &Access<'_>,
+        digest: &str,
+    ) -> Result<Vec<(String, Vec<u8>)>, PullError> {
+        let pinned = access.reference.clone_with_digest(digest.to_owned());
+        let (client, bytes) = self
+            .registries
+            .with_scheme(access, |plain| {
+                let pinned = &pinned;
+                async move {
+                    let client = self.registries.client(access, plain);
+                    let (bytes, _) = client
+                        .pull_manifest_raw(pinned, access.auth, manifest::ACCEPTED)
+                        .await?;
+                    Ok((client, bytes))
+                }
+            })
+            .await?;
+        let image = match manifest::parse(&bytes).map_err(PullError::Invalid)? {
+            Manifest::Image(image) => image,
+            Manifest::Index(index) => {
+                let chosen = manifest::pick(&index.manifests, manifest::running_architecture())
+                    .map_err(PullError::Invalid)?;
+                let (bytes, _) = client
+                    .pull_manifest_raw(
+                        &access.reference.clone_with_digest(chosen),
+                        access.auth,
+                        manifest::ACCEPTED,
+                    )
+                    .await?;
+                match manifest::parse(&bytes).map_err(PullError::Invalid)? {
+                    Manifest::Image(image) => image,
+                    Manifest::Index(_) => {
+                        return Err(PullError::Invalid(
+                            "the image index names another index, not an image".into(),
+                        ));
+                    }
+                }
+            }
+        };
+        let configs_dir = self.configs_dir(&client, access, &image).await?;
+        let mut layers = Vec::with_capacity(image.layers.len());
+        for (i, layer) in image.layers.iter().enumerate() {
+            let what = || describe_layer(i, image.layers.len(), &layer.digest);
+            check_layer(layer, self.options.max_bytes).map_err(|source| PullError::Layer {
+                what: what(),
+                source,
+            })?;
+            let path = match self.cache.get(&layer.digest) {
+                Some(path) => {
+                    self.count("cache", 0);
+                    path
+                }
+                None => {
+                    let stream = client.pull_blob_stream(&pinned, layer).await?;
+                    let size = u64::try_from(layer.size).unwrap_or(0);
+                    let path = self
+                        .cache
+                        .fill(&layer.digest, size, self.options.max_bytes, stream)
+                        .await
+                        .map_err(|source| PullError::Blob {
+                            what: what(),
+                            source,
+                        })?;
+                    self.count("registry", size);
+                    path
+                }
+            };
+            layers.push((what(), path));
+        }
+        let digests: Vec<String> = image.layers.iter().map(|l| l.digest.clone()).collect();
+        let (max, cache) = (self.options.max_bytes, self.cache.clone());
+        // Decompressing and untarring is CPU work: off the async workers.
+        tokio::task::spawn_blocking(move || {
+            let files = unpack(&configs_dir, &layers, max);
+            if let Err(e) = cache.trim(&digests) {
+                tracing::warn!(error = %e, dir = %cache.dir().display(), "could not trim the layer cache");
+            }
+            files
+        })
+        .await
+        .map_err(|e| PullError::Invalid(format!("unpacking was interrupted: {e}")))?
+    }
+
+    /// The configs directory the image's config names.
+    async fn configs_dir(
+        &self,
+        client: &Client,
+        access: &Access<'_>,
+        image: &OciImageManifest,
+    ) -> Result<String, PullError> {
+        let config = &image.config;
+        if u64::try_from(config.size).unwrap_or(u64::MAX) > MAX_CONFIG_BYTES {
+            return Err(PullError::Invalid(format!(
+                "the image config is {} bytes, more than the {MAX_CONFIG_BYTES} catalogd accepts",
+                config.size
+            )));
+        }
+        let stream = client.pull_blob_stream(access.reference, config).await?;
+        let bytes = read_verified(stream, &config.digest, MAX_CONFIG_BYTES)
+            .await
+            .map_err(|source| PullError::Blob {
+                what: format!("the image config ({})", config.digest),
+                source,
+            })?;
+        configs_label(&bytes)
+    }
+
+    fn count(&self, origin: &str, bytes: u64) {
+        if let Some(m) = &self.metrics {
+            m.layers.with_label_values(&[origin]).inc();
+            m.layer_bytes.inc_by(bytes);
+        }
+    }
+}
+
+/// The configs directory a config blob names (its label, or `/configs`).
+pub fn configs_label(config: &[u8]) -> Result<String, PullError> {
+    let value: serde_json::Value = serde_json::from_slice(config)
+        .map_err(|e| PullError::Invalid(format!("the image config is not JSON: {e}")))?;
+    Ok(value
+        .pointer("/config/Labels")
+        .and_then(|labels| labels.get(CONFIGS_LABEL))
+        .and_then(|v| v.as_str())
+        .filter(|v| !v.trim().is_empty())
+        .unwrap_or(DEFAULT_CONFIGS_DIR)
+        .to_owned())
+}
+
+/// Applies the cached `layers` in order and returns the files of `configs_dir`.
+pub fn unpack(
+    configs_dir: &str,
+    layers: &[(String, std::path::PathBuf)],
+    max_bytes: u64,
+) -> Result<Vec<(String, Vec<u8>)>, PullError> {
+    let mut fs = ImageFs::new(configs_dir, max_bytes).map_err(|source| PullError::Layer {
+        what: "the image config".into(),
+        source,
+    })?;
+    for (index, (what, path)) in layers.iter().enumerate() {
+        let file = std::fs::File::open(path)
+            .map_err(|e| PullError::Invalid(format!("{what}: reading the layer cache: {e}")))?;
+        fs.apply(index, file, max_bytes)
+            .map_err(|source| PullError::Layer {
+                what: what.clone(),
+                source,
+            })?;
+    }
+    fs.into_files().map_err(|source| PullError::Layer {
+        what: "the image".into(),
+        source,
+    })
+}
+
+fn describe_layer(index: usize, count: usize, digest: &str) -> String {
+    format!("layer {} of {count} ({digest})", index + 1)
+}
+
+/// Refuses a layer by its descriptor, before a byte is fetched.
+fn check_layer(layer: &OciDescriptor, max_bytes: u64) -> Result<(), filesystem::LayerError> {
+    use filesystem::LayerError;
+    let tar = layer.media_type.contains(".tar") || layer.media_type.contains("rootfs.diff");
+    if !tar || layer.media_type.contains("nondistributable") || layer.media_type.contains("foreign")
+    {
+        return Err(LayerError::Refused(format!(
+            "has media type {}, which is not a tar layer catalogd can fetch",
+            layer.media_type
+        )));
+    }
+    if layer.size < 0 || layer.size as u64 > max_bytes {
+        return Err(LayerError::TooLarge(format!(
+            "is {} bytes, more than the {max_bytes} catalogd accepts (--max-content-bytes)",
+            layer.size
+        )));
+    }
+    Ok(())
+}
+
+impl CatalogSource for ImageSource {
+    fn fetch<'a>(
+        &'a self,
+        catalog: &'a Catalog,
+        mode: &'a Mode,
+    ) -> BoxFuture<'a, Result<Fetched, SourceError>> {
+        self.get(catalog, mode).boxed()
+    }
+}
