@@ -11,14 +11,17 @@
 
 pub mod apply;
 pub mod catalogs;
+pub mod images;
 pub mod cluster;
 pub mod context;
 pub mod manager;
 pub mod operators;
 pub mod process;
+pub mod registry;
 pub mod samples;
 pub mod serve;
 pub mod table;
+pub mod tls;
 pub mod wait;
 
 use std::path::PathBuf;

@@ -258,7 +258,7 @@ fn start_catalogd() -> Result<Catalogd> {
 
 /// The folder this run keeps its managers' logs and working folders in: the control plane's
 /// own, or (on a reused cluster) `target/e2e/reuse-<pid>`, held while this process runs.
-fn run_base() -> Result<PathBuf> {
+pub fn run_base() -> Result<PathBuf> {
     let cluster = cluster::cluster()?;
     if let Some(dir) = &cluster.dir {
         return Ok(dir.clone());
@@ -293,6 +293,7 @@ pub fn start_catalogd_with(name: &str, extra_args: &[String]) -> Result<Catalogd
         format!("--namespace={OLM_NAMESPACE}"),
         "--http-timeout-seconds=10".into(),
         "--max-content-bytes=1048576".into(),
+        format!("--registry-ca-file={}", crate::tls::ca()?.cert_file().display()),
     ];
     args.extend(extra_args.iter().cloned());
     let admin_url = format!("http://127.0.0.1:{admin_port}");

@@ -130,8 +130,8 @@ impl axum::serve::Listener for TlsListener {
     }
 }
 
-/// Serves `body` at `path` over HTTPS on 127.0.0.1, with a certificate of a CA made for it in
-/// `dir`; returns the server, the URL and the CA's PEM (for a Catalog's caBundle).
+/// Serves `body` at `path` over HTTPS on 127.0.0.1, with a certificate from the harness CA
+/// (written to `dir`); returns the server, the URL and the CA's PEM (for a Catalog's caBundle).
 pub async fn https_file(
     path: &str,
     body: impl Into<Vec<u8>>,
@@ -144,91 +144,20 @@ pub async fn https_file(
         path: dir.display().to_string(),
         source,
     })?;
-    let run = |args: &[&str]| -> Result<()> {
-        let out = std::process::Command::new("openssl")
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .map_err(|e| Error::Cluster(format!("running openssl: {e}")))?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(Error::Cluster(format!(
-                "openssl {}: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr)
-            )))
-        }
-    };
-    run(&[
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.crt",
-        "-days",
-        "1",
-        "-subj",
-        "/CN=olm-rs-e2e-ca",
-        "-addext",
-        "basicConstraints=critical,CA:TRUE",
-        "-addext",
-        "keyUsage=critical,keyCertSign,cRLSign",
-    ])?;
-    std::fs::write(
-        dir.join("server.ext"),
-        "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1\n",
-    )
-    .map_err(|source| Error::Io {
-        path: dir.display().to_string(),
-        source,
-    })?;
-    run(&[
-        "req",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "server.key",
-        "-out",
-        "server.csr",
-        "-subj",
-        "/CN=127.0.0.1",
-    ])?;
-    run(&[
-        "x509",
-        "-req",
-        "-in",
-        "server.csr",
-        "-CA",
-        "ca.crt",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-days",
-        "1",
-        "-sha256",
-        "-extfile",
-        "server.ext",
-        "-out",
-        "server.crt",
-    ])?;
-    let read = |name: &str| {
-        std::fs::read(dir.join(name)).map_err(|source| Error::Io {
-            path: dir.join(name).display().to_string(),
+    let ca = crate::tls::ca()?;
+    let issued = ca.issue(dir)?;
+    let read = |path: &Path| {
+        std::fs::read(path).map_err(|source| Error::Io {
+            path: path.display().to_string(),
             source,
         })
     };
     let pem_error = |e: rustls::pki_types::pem::Error| Error::Cluster(format!("reading PEM: {e}"));
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&read("server.crt")?)
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&read(&issued.cert)?)
         .collect::<std::result::Result<_, _>>()
         .map_err(pem_error)?;
-    let key = PrivateKeyDer::from_pem_slice(&read("server.key")?).map_err(pem_error)?;
-    let ca = String::from_utf8_lossy(&read("ca.crt")?).into_owned();
+    let key = PrivateKeyDer::from_pem_slice(&read(&issued.key)?).map_err(pem_error)?;
+    let ca = ca.pem.clone();
 
     crate::install_crypto_provider();
     let config = rustls::ServerConfig::builder()

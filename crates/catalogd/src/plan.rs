@@ -694,4 +694,93 @@ mod tests {
             fetch(Mode::Full, false, None)
         );
     }
+
+    fn image_source(reference: &str, poll: Option<&str>) -> Source {
+        Source {
+            type_: SourceType::Image,
+            image: Some(olm_api::catalog::ImageSource {
+                r#ref: reference.into(),
+                poll_interval: poll.map(Into::into),
+                ..Default::default()
+            }),
+            config_maps: None,
+            http: None,
+            git: None,
+            custom: None,
+        }
+    }
+
+    fn resolved_image(reference: &str, digest: &str, polled: i64) -> ResolvedSource {
+        ResolvedSource {
+            type_: Some(SourceType::Image),
+            image: Some(olm_api::catalog::ResolvedImageSource {
+                r#ref: reference.into(),
+                resolved_ref: Some(format!("r.io/index@{digest}")),
+                last_poll_attempt: Some(Time(at(polled))),
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_tag_is_checked_for_a_new_digest_at_each_poll() {
+        let resolved = resolved_image("r.io/index:1", "sha256:a", 100);
+        let c = catalog(
+            image_source("r.io/index:1", Some("10m")),
+            1,
+            1,
+            Some(resolved.clone()),
+        );
+        let memory = Memory::default();
+        assert_eq!(
+            plan(&c, Some(&served(HASH)), &memory, URL, clock(400)),
+            Plan::UpToDate {
+                requeue: Some(Duration::from_secs(300))
+            }
+        );
+        assert_eq!(
+            plan(&c, Some(&served(HASH)), &memory, URL, clock(700)),
+            fetch(Mode::Conditional(resolved), false, Some(600))
+        );
+    }
+
+    #[test]
+    fn a_digest_reference_is_never_polled_once_served() {
+        let digest = format!("sha256:{}", "a".repeat(64));
+        let reference = format!("r.io/index@{digest}");
+        let resolved = resolved_image(&reference, &digest, 100);
+        let c = catalog(image_source(&reference, None), 1, 1, Some(resolved));
+        assert_eq!(
+            plan(&c, Some(&served(HASH)), &Memory::default(), URL, clock(10_000_000)),
+            Plan::UpToDate { requeue: None }
+        );
+        // Another digest is other content: fetched (the source sees the digests differ and
+        // pulls without asking the registry for a digest).
+        let previous = resolved_image(&reference, &digest, 100);
+        let other = catalog(
+            image_source(&format!("r.io/index@sha256:{}", "b".repeat(64)), None),
+            2,
+            1,
+            Some(previous.clone()),
+        );
+        assert_eq!(
+            plan(&other, Some(&served(HASH)), &Memory::default(), URL, clock(200)),
+            fetch(Mode::Conditional(previous), true, None)
+        );
+    }
+
+    #[test]
+    fn a_new_reference_asks_the_registry_whether_its_digest_is_served() {
+        let resolved = resolved_image("r.io/index:1", "sha256:a", 100);
+        let c = catalog(
+            image_source("r.io/index:2", Some("1h")),
+            2,
+            1,
+            Some(resolved.clone()),
+        );
+        assert_eq!(
+            plan(&c, Some(&served(HASH)), &Memory::default(), URL, clock(200)),
+            fetch(Mode::Conditional(resolved), true, Some(3600))
+        );
+    }
 }

@@ -4,6 +4,7 @@
 
 mod catalogd;
 mod garbage_collection;
+mod images;
 mod operators;
 mod samples;
 mod validation;
