@@ -12,6 +12,8 @@ ensure_debian_packages() {
   # setpriv: the control plane's components die with their supervisor (--pdeathsig).
   { command -v setsid >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1; } || missing+=(util-linux)
   command -v tail >/dev/null 2>&1 || missing+=(coreutils)
+  # The e2e tests' OCI registry (image sources).
+  command -v docker-registry >/dev/null 2>&1 || missing+=(docker-registry)
   [ -e /etc/ssl/certs/ca-certificates.crt ] || missing+=(ca-certificates)
   if [ ${#missing[@]} -gt 0 ]; then
     prereq_log "installing Debian packages: ${missing[*]}"

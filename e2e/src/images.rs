@@ -86,7 +86,11 @@ fn tar_of(entries: &[Entry]) -> Vec<u8> {
         let mut header = tar::Header::new_gnu();
         header.set_entry_type(kind);
         header.set_size(data.len() as u64);
-        header.set_mode(if kind == tar::EntryType::Directory { 0o755 } else { 0o644 });
+        header.set_mode(if kind == tar::EntryType::Directory {
+            0o755
+        } else {
+            0o644
+        });
         let name = &mut header.as_old_mut().name;
         let n = path.len().min(name.len());
         name[..n].copy_from_slice(&path.as_bytes()[..n]);

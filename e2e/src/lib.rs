@@ -11,9 +11,9 @@
 
 pub mod apply;
 pub mod catalogs;
-pub mod images;
 pub mod cluster;
 pub mod context;
+pub mod images;
 pub mod manager;
 pub mod operators;
 pub mod process;

@@ -293,7 +293,10 @@ pub fn start_catalogd_with(name: &str, extra_args: &[String]) -> Result<Catalogd
         format!("--namespace={OLM_NAMESPACE}"),
         "--http-timeout-seconds=10".into(),
         "--max-content-bytes=1048576".into(),
-        format!("--registry-ca-file={}", crate::tls::ca()?.cert_file().display()),
+        format!(
+            "--registry-ca-file={}",
+            crate::tls::ca()?.cert_file().display()
+        ),
     ];
     args.extend(extra_args.iter().cloned());
     let admin_url = format!("http://127.0.0.1:{admin_port}");

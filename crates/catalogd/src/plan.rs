@@ -751,7 +751,13 @@ mod tests {
         let resolved = resolved_image(&reference, &digest, 100);
         let c = catalog(image_source(&reference, None), 1, 1, Some(resolved));
         assert_eq!(
-            plan(&c, Some(&served(HASH)), &Memory::default(), URL, clock(10_000_000)),
+            plan(
+                &c,
+                Some(&served(HASH)),
+                &Memory::default(),
+                URL,
+                clock(10_000_000)
+            ),
             Plan::UpToDate { requeue: None }
         );
         // Another digest is other content: fetched (the source sees the digests differ and
@@ -764,7 +770,13 @@ mod tests {
             Some(previous.clone()),
         );
         assert_eq!(
-            plan(&other, Some(&served(HASH)), &Memory::default(), URL, clock(200)),
+            plan(
+                &other,
+                Some(&served(HASH)),
+                &Memory::default(),
+                URL,
+                clock(200)
+            ),
             fetch(Mode::Conditional(previous), true, None)
         );
     }

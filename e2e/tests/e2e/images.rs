@@ -60,7 +60,9 @@ fn example_files(version: &str) -> Vec<(&'static str, String)> {
 async fn push_example(registry: &Registry, repository: &str, tag: &str, version: &str) -> String {
     let files = example_files(version);
     let files: Vec<(&str, &str)> = files.iter().map(|(p, c)| (*p, c.as_str())).collect();
-    push_catalog(registry, repository, tag, &files).await.unwrap()
+    push_catalog(registry, repository, tag, &files)
+        .await
+        .unwrap()
 }
 
 fn resolved_ref(c: &Catalog) -> String {
@@ -137,7 +139,10 @@ async fn the_content_hash_follows_the_tag_and_an_unchanged_poll_costs_one_head()
     let api = create_catalog(
         &ctx,
         &name,
-        image_source(&format!("{}/{repository}:latest", registry.host), Some("5s")),
+        image_source(
+            &format!("{}/{repository}:latest", registry.host),
+            Some("5s"),
+        ),
     )
     .await
     .unwrap();
@@ -163,7 +168,10 @@ async fn the_content_hash_follows_the_tag_and_an_unchanged_poll_costs_one_head()
     )
     .await
     .unwrap();
-    assert_eq!(push_example(registry, &repository, "latest", "0.1.0").await, d1);
+    assert_eq!(
+        push_example(registry, &repository, "latest", "0.1.0").await,
+        d1
+    );
     let third = wait_unpacked(&api, &name, Some(&h2)).await.unwrap();
     assert_eq!(status(Some(&third)).content_hash.unwrap(), h1);
     let cached_after = metric(
@@ -173,7 +181,10 @@ async fn the_content_hash_follows_the_tag_and_an_unchanged_poll_costs_one_head()
     )
     .await
     .unwrap();
-    assert!(cached_after >= cached_before + 2.0, "{cached_before} -> {cached_after}");
+    assert!(
+        cached_after >= cached_before + 2.0,
+        "{cached_before} -> {cached_after}"
+    );
 
     // Polls of the unchanged tag, counted from the registry's own access log between two
     // recorded polls: one HEAD of the manifest each, and nothing else.
@@ -251,7 +262,9 @@ async fn operators_follow_a_catalog_image_to_its_next_version() {
     )
     .await
     .unwrap();
-    wait_resolved(&ops, &operator, "True", "Success").await.unwrap();
+    wait_resolved(&ops, &operator, "True", "Success")
+        .await
+        .unwrap();
 
     api.patch(
         &name,
@@ -277,7 +290,9 @@ async fn operators_follow_a_catalog_image_to_its_next_version() {
     ops.delete(&operator, &DeleteParams::background())
         .await
         .unwrap();
-    api.delete(&name, &DeleteParams::background()).await.unwrap();
+    api.delete(&name, &DeleteParams::background())
+        .await
+        .unwrap();
     wait_for_deletion(&ops, &operator, Duration::from_secs(60))
         .await
         .unwrap();
@@ -352,9 +367,13 @@ async fn a_private_registry_needs_an_opted_in_pull_secret() {
         }
     };
     set_secret(wrong).await;
-    let c = wait_for(&api, &name, "the wrong secret refused", Duration::from_secs(60), |c| {
-        unpacked_message_of(c).contains("refused the credentials")
-    })
+    let c = wait_for(
+        &api,
+        &name,
+        "the wrong secret refused",
+        Duration::from_secs(60),
+        |c| unpacked_message_of(c).contains("refused the credentials"),
+    )
     .await
     .unwrap();
     let message = unpacked_message(&c);
@@ -368,7 +387,9 @@ async fn a_private_registry_needs_an_opted_in_pull_secret() {
         .patch(
             &right,
             &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"labels": {"olm-rs.io/catalog-credential": "true"}}})),
+            &Patch::Merge(
+                json!({"metadata": {"labels": {"olm-rs.io/catalog-credential": "true"}}}),
+            ),
         )
         .await
         .unwrap();
@@ -408,42 +429,77 @@ async fn hostile_images_are_refused_and_the_last_good_content_is_served() {
     let good = wait_unpacked(&api, &name, None).await.unwrap();
     let good_hash = status(Some(&good)).content_hash.unwrap();
     let content_url = status(Some(&good)).content_url.unwrap();
-    let good_body = reqwest::get(&content_url).await.unwrap().text().await.unwrap();
+    let good_body = reqwest::get(&content_url)
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
 
     let fbc = || fbc_layer("configs", &[("c.yaml", example_catalog("0.1.0").as_str())]);
     // A layer of its own (so not in catalogd's cache), corrupted in the registry's storage
     // after the push: the registry then serves bytes that do not have their digest.
-    let unique = fbc_layer("configs", &[("c.yaml", &example_catalog("0.3.0")), ("id", &ctx.namespace)]);
+    let unique = fbc_layer(
+        "configs",
+        &[
+            ("c.yaml", &example_catalog("0.3.0")),
+            ("id", &ctx.namespace),
+        ],
+    );
     let unique_digest = digest_of(&unique);
     let cases: Vec<(&str, Vec<Layer>, &str, &str)> = vec![
         (
             "dotdot",
-            vec![base_layer(), fbc(), layer(&[Entry::File("configs/../../etc/cron".into(), b"x".to_vec())])],
+            vec![
+                base_layer(),
+                fbc(),
+                layer(&[Entry::File("configs/../../etc/cron".into(), b"x".to_vec())]),
+            ],
             "UnpackFailed",
             "climbs out of the image",
         ),
         (
             "symlink",
-            vec![fbc(), layer(&[Entry::Symlink("configs/evil.json".into(), "../../../etc/shadow".into())])],
+            vec![
+                fbc(),
+                layer(&[Entry::Symlink(
+                    "configs/evil.json".into(),
+                    "../../../etc/shadow".into(),
+                )]),
+            ],
             "UnpackFailed",
             "outside the image",
         ),
         (
             "whiteout",
-            vec![base_layer(), fbc(), layer(&[Entry::File(".wh.configs".into(), Vec::new())])],
+            vec![
+                base_layer(),
+                fbc(),
+                layer(&[Entry::File(".wh.configs".into(), Vec::new())]),
+            ],
             "UnpackFailed",
             "no /configs directory",
         ),
         (
             "big",
-            vec![fbc(), layer(&[Entry::File("bin/blob".into(), noise(2 << 20))])],
+            vec![
+                fbc(),
+                layer(&[Entry::File("bin/blob".into(), noise(2 << 20))]),
+            ],
             "ContentTooLarge",
             "more than the 1048576 catalogd accepts",
         ),
-        ("corrupt", vec![base_layer(), unique], "ChecksumMismatch", "digest mismatch"),
+        (
+            "corrupt",
+            vec![base_layer(), unique],
+            "ChecksumMismatch",
+            "digest mismatch",
+        ),
     ];
     for (tag, layers, reason, why) in cases {
-        push(registry, &repository, tag, &layers, &labels).await.unwrap();
+        push(registry, &repository, tag, &layers, &labels)
+            .await
+            .unwrap();
         if tag == "corrupt" {
             let blob = registry.blob_file(&unique_digest);
             let mut bytes = std::fs::read(&blob).unwrap();
@@ -451,15 +507,31 @@ async fn hostile_images_are_refused_and_the_last_good_content_is_served() {
             bytes[last] ^= 0xff;
             std::fs::write(&blob, bytes).unwrap();
         }
-        refused(&api, &name, &format!("{}/{repository}:{tag}", registry.host), reason, why, &good_hash, &content_url, &good_body).await;
+        refused(
+            &api,
+            &name,
+            &format!("{}/{repository}:{tag}", registry.host),
+            reason,
+            why,
+            &good_hash,
+            &content_url,
+            &good_body,
+        )
+        .await;
     }
 
     // A small layer that unpacks to 256 MiB: refused while it streams, at the 1 MiB limit,
     // without catalogd's peak memory growing anywhere near that.
     let peak_before = vm_hwm_mib(cd.manager.pid);
-    push(registry, &repository, "bomb", &[fbc(), zero_bomb(256 << 20)], &labels)
-        .await
-        .unwrap();
+    push(
+        registry,
+        &repository,
+        "bomb",
+        &[fbc(), zero_bomb(256 << 20)],
+        &labels,
+    )
+    .await
+    .unwrap();
     refused(
         &api,
         &name,
@@ -516,7 +588,12 @@ async fn refused(
     assert_eq!(s.content_hash.as_deref(), Some(good_hash), "{message}");
     let serving = find_condition(&s.conditions, "Serving").unwrap();
     assert_eq!(serving.status, "True", "{message}");
-    let body = reqwest::get(content_url).await.unwrap().text().await.unwrap();
+    let body = reqwest::get(content_url)
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert_eq!(body, good_body, "the last good content is served");
 }
 

@@ -85,19 +85,14 @@ impl Hasher {
 
 /// Reads `stream` into memory, at most `max` bytes, checking `digest` (for small blobs: the
 /// image config).
-pub async fn read_verified<S, E>(
-    mut stream: S,
-    digest: &str,
-    max: u64,
-) -> Result<Vec<u8>, BlobError>
+pub async fn read_verified<S>(mut stream: S, digest: &str, max: u64) -> Result<Vec<u8>, BlobError>
 where
-    S: Stream<Item = Result<bytes::Bytes, E>> + Unpin,
-    E: std::fmt::Display,
+    S: Stream<Item = std::io::Result<bytes::Bytes>> + Unpin,
 {
     let mut hasher = Hasher::for_digest(digest)?;
     let mut body = Vec::new();
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| BlobError::Stream(e.to_string()))?;
+        let chunk = chunk.map_err(stream_error)?;
         if body.len() as u64 + chunk.len() as u64 > max {
             return Err(BlobError::TooLarge(format!("larger than {max} bytes")));
         }
@@ -106,6 +101,21 @@ where
     }
     check(hasher, digest)?;
     Ok(body)
+}
+
+/// A stream's error: oci-client checks digests as it streams and reports a mismatch as an
+/// I/O error wrapping its digest error.
+fn stream_error(e: std::io::Error) -> BlobError {
+    if let Some(oci_client::errors::DigestError::VerificationError { expected, actual }) = e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<oci_client::errors::DigestError>())
+    {
+        return BlobError::Mismatch {
+            expected: expected.clone(),
+            actual: actual.clone(),
+        };
+    }
+    BlobError::Stream(e.to_string())
 }
 
 fn check(hasher: Hasher, digest: &str) -> Result<(), BlobError> {
@@ -159,7 +169,7 @@ impl LayerCache {
 
     /// Streams `stream` into the cache as `digest`, checking its digest and that it has
     /// exactly `size` bytes, at most `max`. Nothing enters the cache unless it verified.
-    pub async fn fill<S, E>(
+    pub async fn fill<S>(
         &self,
         digest: &str,
         size: u64,
@@ -167,8 +177,7 @@ impl LayerCache {
         mut stream: S,
     ) -> Result<PathBuf, BlobError>
     where
-        S: Stream<Item = Result<bytes::Bytes, E>> + Unpin,
-        E: std::fmt::Display,
+        S: Stream<Item = std::io::Result<bytes::Bytes>> + Unpin,
     {
         let path = self.path(digest)?;
         let mut hasher = Hasher::for_digest(digest)?;
@@ -184,7 +193,7 @@ impl LayerCache {
             let mut file = tokio::fs::File::create(&partial).await?;
             let mut written: u64 = 0;
             while let Some(chunk) = stream.next().await {
-                let chunk = chunk.map_err(|e| BlobError::Stream(e.to_string()))?;
+                let chunk = chunk.map_err(stream_error)?;
                 written += chunk.len() as u64;
                 if written > size || written > max {
                     return Err(BlobError::TooLarge(format!(
@@ -273,7 +282,7 @@ mod tests {
 
     fn stream(
         chunks: &[&'static [u8]],
-    ) -> impl Stream<Item = Result<bytes::Bytes, String>> + Unpin {
+    ) -> impl Stream<Item = std::io::Result<bytes::Bytes>> + Unpin {
         futures::stream::iter(
             chunks
                 .iter()
@@ -304,6 +313,17 @@ mod tests {
         assert!(cache.get(&other).is_none());
         // No half-written file stays behind.
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn oci_clients_digest_errors_are_mismatches() {
+        let e = std::io::Error::other(oci_client::errors::DigestError::VerificationError {
+            expected: "sha256:a".into(),
+            actual: "sha256:b".into(),
+        });
+        assert!(matches!(stream_error(e), BlobError::Mismatch { .. }));
+        let other = stream_error(std::io::Error::other("connection reset"));
+        assert!(matches!(other, BlobError::Stream(_)), "{other}");
     }
 
     #[tokio::test]
