@@ -39,12 +39,19 @@ impl Registry {
     /// Starts a registry named `name` (its folder in the run's folder, removed when this
     /// process exits); secured with TLS and htpasswd when `credentials` are given.
     pub fn start(name: &str, credentials: Option<Credentials>) -> Result<Registry> {
+        let dir = crate::manager::run_base()?.join("registries").join(name);
+        Registry::start_in(&dir, credentials)
+    }
+
+    /// Starts a registry in `dir` (emptied first, removed when this process exits), without a
+    /// control plane (benchmarks use this); secured as [`Registry::start`] says.
+    pub fn start_in(dir: &Path, credentials: Option<Credentials>) -> Result<Registry> {
         let binary = which(BINARY).ok_or_else(|| {
             Error::Cluster(format!(
                 "{BINARY} is not installed; hack/test.sh installs it (Debian package docker-registry)"
             ))
         })?;
-        let dir = crate::manager::run_base()?.join("registries").join(name);
+        let dir = dir.to_path_buf();
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("storage")).map_err(io(&dir))?;
         crate::process::remove_on_exit(&dir)?;

@@ -1,0 +1,175 @@
+//! Pull and unpack of a catalog image from a real registry on loopback (Debian's
+//! docker-registry, started by the e2e harness's helper): a base layer of 8 MiB of
+//! incompressible bytes (a binary, as opm is) and a configs layer holding the synthetic catalog
+//! (`olm_resolver::synth` defaults: ~25 MB of FBC JSON). For each case: the time, catalogd's
+//! peak memory above what it held before (VmHWM, reset before each case), and the requests the
+//! registry served (from its access log):
+//!
+//! * cold: nothing cached;
+//! * cached: the same image again, every layer from the layer cache;
+//! * changed: a new tag whose configs layer changed and base layer did not;
+//! * poll: the unchanged tag polled (one manifest HEAD).
+//!
+//! A plain binary (`harness = false`), since peak memory is a per-process measure:
+//!
+//! ```text
+//! cargo bench -p catalogd --bench image
+//! ```
+
+use std::error::Error;
+use std::time::{Duration, Instant};
+
+use catalogd::plan::Mode;
+use catalogd::source::image::cache::LayerCache;
+use catalogd::source::image::registry::RegistryOptions;
+use catalogd::source::image::{ImageOptions, ImageSource};
+use catalogd::source::{CatalogSource, Fetched};
+use olm_api::catalog::{Catalog, CatalogSpec, ImageSource as ImageSpec, Source, SourceType};
+use olm_e2e::images::{Entry, layer, push};
+use olm_e2e::registry::Registry;
+use olm_resolver::synth::{SynthConfig, generate};
+
+const AGENT: &str = "olm-rs-catalogd";
+
+fn status_kib(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// Resets the peak RSS to the current RSS (Linux: `5` to clear_refs).
+fn reset_peak() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+fn catalog(reference: &str) -> Catalog {
+    Catalog::new(
+        "bench",
+        CatalogSpec {
+            source: Source {
+                type_: SourceType::Image,
+                image: Some(ImageSpec {
+                    r#ref: reference.into(),
+                    ..Default::default()
+                }),
+                config_maps: None,
+                http: None,
+                git: None,
+                custom: None,
+            },
+            priority: 0,
+        },
+    )
+}
+
+fn noise(len: usize) -> Vec<u8> {
+    use sha2::{Digest, Sha256};
+    let mut out = Vec::with_capacity(len + 32);
+    let mut block = Sha256::digest(b"opm").to_vec();
+    while out.len() < len {
+        block = Sha256::digest(&block).to_vec();
+        out.extend_from_slice(&block);
+    }
+    out.truncate(len);
+    out
+}
+
+fn main() -> Result<(), Box<dyn Error>> {
+    olm_runtime::client::install_crypto_provider();
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(run())
+}
+
+async fn run() -> Result<(), Box<dyn Error>> {
+    let dir = tempfile::tempdir()?;
+    let registry = Registry::start_in(&dir.path().join("registry"), None)?;
+    let fbc = generate(&SynthConfig::default());
+    let mut changed = fbc.clone();
+    changed.extend_from_slice(br#"{"schema":"olm.package","name":"bench-extra"}"#);
+    let base = layer(&[Entry::File("bin/opm".into(), noise(8 << 20))]);
+    let configs = |bytes: &[u8]| layer(&[Entry::File("configs/catalog.json".into(), bytes.to_vec())]);
+    let labels = [(
+        "operators.operatorframework.io.index.configs.v1".to_owned(),
+        "/configs".to_owned(),
+    )]
+    .into();
+    let (first, second) = (configs(&fbc), configs(&changed));
+    let image_bytes = base.data.len() + first.data.len();
+    push(&registry, "bench/index", "1", &[base.clone(), first], &labels).await?;
+    push(&registry, "bench/index", "2", &[base, second], &labels).await?;
+
+    // No API server is contacted: without a pull secret, the source never reads a Secret.
+    let client = kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse()?))?;
+    let source = ImageSource::new(
+        client,
+        "olm-system".into(),
+        ImageOptions {
+            registry: RegistryOptions {
+                timeout: Duration::from_secs(60),
+                ..Default::default()
+            },
+            max_bytes: 256 << 20,
+            pull_timeout: Duration::from_secs(300),
+            max_concurrent_pulls: 1,
+        },
+        LayerCache::open(dir.path().join("layers"), 1 << 30)?,
+        None,
+    );
+    println!(
+        "catalog image: {:.1} MB compressed ({:.1} MB of FBC JSON, 8 MiB base layer)",
+        image_bytes as f64 / 1e6,
+        fbc.len() as f64 / 1e6
+    );
+    println!(
+        "{:<8} {:>10} {:>16} {:>9}  requests",
+        "case", "time", "peak above base", "files"
+    );
+    let tag1 = catalog(&format!("{}/bench/index:1", registry.host));
+    let tag2 = catalog(&format!("{}/bench/index:2", registry.host));
+    let mut resolved = None;
+    for (case, catalog, conditional) in [
+        ("cold", &tag1, false),
+        ("cached", &tag1, false),
+        ("changed", &tag2, false),
+        ("poll", &tag2, true),
+    ] {
+        let mode = match (&resolved, conditional) {
+            (Some(r), true) => Mode::Conditional(Clone::clone(r)),
+            _ => Mode::Full,
+        };
+        let requests_before = registry.requests(AGENT).len();
+        let base_kib = status_kib("VmRSS").unwrap_or(0);
+        reset_peak();
+        let started = Instant::now();
+        let fetched = source.fetch(catalog, &mode).await?;
+        let elapsed = started.elapsed();
+        let peak_kib = status_kib("VmHWM").unwrap_or(0);
+        let (files, r) = match fetched {
+            Fetched::Content { files, resolved } => (files.len(), resolved),
+            Fetched::Unchanged { resolved } => (0, resolved),
+        };
+        resolved = Some(r);
+        let requests: Vec<String> = registry
+            .requests(AGENT)
+            .into_iter()
+            .skip(requests_before)
+            .map(|r| {
+                // Names shortened to their kind: manifests/<tag or digest>, blobs/<digest>.
+                let (method, path) = r.split_once(' ').unwrap_or((&r, ""));
+                let kind = path.split('/').rev().nth(1).unwrap_or(path);
+                format!("{method} {kind}")
+            })
+            .collect();
+        println!(
+            "{case:<8} {:>7.1} ms {:>12.1} MiB {files:>9}  {} ({})",
+            elapsed.as_secs_f64() * 1e3,
+            peak_kib.saturating_sub(base_kib) as f64 / 1024.0,
+            requests.len(),
+            requests.join(", ")
+        );
+    }
+    registry.stop()?;
+    Ok(())
+}
