@@ -24,7 +24,10 @@ use catalogd::source::image::cache::LayerCache;
 use catalogd::source::image::registry::RegistryOptions;
 use catalogd::source::image::{ImageOptions, ImageSource};
 use catalogd::source::{CatalogSource, Fetched};
-use olm_api::catalog::{Catalog, CatalogSpec, ImageSource as ImageSpec, Source, SourceType};
+use olm_api::catalog::{
+    Catalog, CatalogSpec, ImageSource as ImageSpec, ResolvedImageSource, ResolvedSource, Source,
+    SourceType,
+};
 use olm_e2e::images::{Entry, layer, push};
 use olm_e2e::registry::Registry;
 use olm_resolver::synth::{SynthConfig, generate};
@@ -79,9 +82,16 @@ fn noise(len: usize) -> Vec<u8> {
 fn main() -> Result<(), Box<dyn Error>> {
     olm_runtime::client::install_crypto_provider();
     let runtime = tokio::runtime::Runtime::new()?;
-    runtime.block_on(run())
+    let args: Vec<String> = std::env::args().collect();
+    // `image --case NAME HOST CACHE`: one case, in a process of its own (see `run`).
+    match args.iter().position(|a| a == "--case") {
+        Some(i) => runtime.block_on(case(&args[i + 1], &args[i + 2], &args[i + 3])),
+        None => runtime.block_on(run()),
+    }
 }
 
+/// Sets up the registry and the images, then runs each case in a fresh process, so that its
+/// peak memory is its own (an allocator keeps what an earlier case freed).
 async fn run() -> Result<(), Box<dyn Error>> {
     let dir = tempfile::tempdir()?;
     let registry = Registry::start_in(&dir.path().join("registry"), None)?;
@@ -89,7 +99,8 @@ async fn run() -> Result<(), Box<dyn Error>> {
     let mut changed = fbc.clone();
     changed.extend_from_slice(br#"{"schema":"olm.package","name":"bench-extra"}"#);
     let base = layer(&[Entry::File("bin/opm".into(), noise(8 << 20))]);
-    let configs = |bytes: &[u8]| layer(&[Entry::File("configs/catalog.json".into(), bytes.to_vec())]);
+    let configs =
+        |bytes: &[u8]| layer(&[Entry::File("configs/catalog.json".into(), bytes.to_vec())]);
     let labels = [(
         "operators.operatorframework.io.index.configs.v1".to_owned(),
         "/configs".to_owned(),
@@ -97,9 +108,68 @@ async fn run() -> Result<(), Box<dyn Error>> {
     .into();
     let (first, second) = (configs(&fbc), configs(&changed));
     let image_bytes = base.data.len() + first.data.len();
-    push(&registry, "bench/index", "1", &[base.clone(), first], &labels).await?;
+    push(
+        &registry,
+        "bench/index",
+        "1",
+        &[base.clone(), first],
+        &labels,
+    )
+    .await?;
     push(&registry, "bench/index", "2", &[base, second], &labels).await?;
+    println!(
+        "catalog image: {:.1} MB compressed ({:.1} MB of FBC JSON, 8 MiB base layer)",
+        image_bytes as f64 / 1e6,
+        fbc.len() as f64 / 1e6
+    );
+    println!(
+        "{:<8} {:>10} {:>16} {:>9}  requests",
+        "case", "time", "peak above start", "files"
+    );
+    let cache = dir.path().join("layers");
+    let exe = std::env::current_exe()?;
+    for name in ["cold", "cached", "changed", "poll"] {
+        let before = registry.requests(AGENT).len();
+        let out = std::process::Command::new(&exe)
+            .args(["--case", name, &registry.host, &cache.display().to_string()])
+            .output()?;
+        if !out.status.success() {
+            return Err(format!("case {name}: {}", String::from_utf8_lossy(&out.stderr)).into());
+        }
+        let requests: Vec<String> = registry
+            .requests(AGENT)
+            .into_iter()
+            .skip(before)
+            .map(|r| {
+                // Shortened to their kind: manifests/<tag or digest>, blobs/<digest>, v2/.
+                let (method, path) = r.split_once(' ').unwrap_or((&r, ""));
+                let kind = path
+                    .trim_end_matches('/')
+                    .split('/')
+                    .rev()
+                    .nth(1)
+                    .unwrap_or(path);
+                format!("{method} {}", if path == "/v2/" { "/v2/" } else { kind })
+            })
+            .collect();
+        println!(
+            "{name:<8} {}  {} ({})",
+            String::from_utf8_lossy(&out.stdout).trim_end(),
+            requests.len(),
+            requests.join(", ")
+        );
+    }
+    registry.stop()?;
+    Ok(())
+}
 
+/// One case: `cold` (empty cache), `cached` (the same image again), `changed` (a new tag with
+/// one new layer), `poll` (the unchanged tag asked for its digest). Prints time, peak memory
+/// above the process's start, and files.
+async fn case(name: &str, host: &str, cache: &str) -> Result<(), Box<dyn Error>> {
+    if name == "cold" {
+        let _ = std::fs::remove_dir_all(cache);
+    }
     // No API server is contacted: without a pull secret, the source never reads a Secret.
     let client = kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse()?))?;
     let source = ImageSource::new(
@@ -114,62 +184,50 @@ async fn run() -> Result<(), Box<dyn Error>> {
             pull_timeout: Duration::from_secs(300),
             max_concurrent_pulls: 1,
         },
-        LayerCache::open(dir.path().join("layers"), 1 << 30)?,
+        LayerCache::open(cache, 1 << 30)?,
         None,
     );
+    let tag = if matches!(name, "cold" | "cached") {
+        "1"
+    } else {
+        "2"
+    };
+    let catalog = catalog(&format!("{host}/bench/index:{tag}"));
+    let mode = if name == "poll" {
+        // What was served: the digest the tag names now (read without catalogd's client).
+        let reference: oci_client::Reference = format!("{host}/bench/index:{tag}").parse()?;
+        let digest = oci_client::Client::new(oci_client::client::ClientConfig {
+            protocol: oci_client::client::ClientProtocol::Http,
+            ..Default::default()
+        })
+        .fetch_manifest_digest(&reference, &oci_client::secrets::RegistryAuth::Anonymous)
+        .await?;
+        Mode::Conditional(ResolvedSource {
+            type_: Some(SourceType::Image),
+            image: Some(ResolvedImageSource {
+                r#ref: reference.whole(),
+                resolved_ref: Some(format!("{host}/bench/index@{digest}")),
+                last_poll_attempt: None,
+            }),
+            ..Default::default()
+        })
+    } else {
+        Mode::Full
+    };
+    let start_kib = status_kib("VmRSS").unwrap_or(0);
+    reset_peak();
+    let started = Instant::now();
+    let fetched = source.fetch(&catalog, &mode).await?;
+    let elapsed = started.elapsed();
+    let peak_kib = status_kib("VmHWM").unwrap_or(0);
+    let files = match fetched {
+        Fetched::Content { files, .. } => files.len(),
+        Fetched::Unchanged { .. } => 0,
+    };
     println!(
-        "catalog image: {:.1} MB compressed ({:.1} MB of FBC JSON, 8 MiB base layer)",
-        image_bytes as f64 / 1e6,
-        fbc.len() as f64 / 1e6
+        "{:>7.1} ms {:>12.1} MiB {files:>9}",
+        elapsed.as_secs_f64() * 1e3,
+        peak_kib.saturating_sub(start_kib) as f64 / 1024.0,
     );
-    println!(
-        "{:<8} {:>10} {:>16} {:>9}  requests",
-        "case", "time", "peak above base", "files"
-    );
-    let tag1 = catalog(&format!("{}/bench/index:1", registry.host));
-    let tag2 = catalog(&format!("{}/bench/index:2", registry.host));
-    let mut resolved = None;
-    for (case, catalog, conditional) in [
-        ("cold", &tag1, false),
-        ("cached", &tag1, false),
-        ("changed", &tag2, false),
-        ("poll", &tag2, true),
-    ] {
-        let mode = match (&resolved, conditional) {
-            (Some(r), true) => Mode::Conditional(Clone::clone(r)),
-            _ => Mode::Full,
-        };
-        let requests_before = registry.requests(AGENT).len();
-        let base_kib = status_kib("VmRSS").unwrap_or(0);
-        reset_peak();
-        let started = Instant::now();
-        let fetched = source.fetch(catalog, &mode).await?;
-        let elapsed = started.elapsed();
-        let peak_kib = status_kib("VmHWM").unwrap_or(0);
-        let (files, r) = match fetched {
-            Fetched::Content { files, resolved } => (files.len(), resolved),
-            Fetched::Unchanged { resolved } => (0, resolved),
-        };
-        resolved = Some(r);
-        let requests: Vec<String> = registry
-            .requests(AGENT)
-            .into_iter()
-            .skip(requests_before)
-            .map(|r| {
-                // Names shortened to their kind: manifests/<tag or digest>, blobs/<digest>.
-                let (method, path) = r.split_once(' ').unwrap_or((&r, ""));
-                let kind = path.split('/').rev().nth(1).unwrap_or(path);
-                format!("{method} {kind}")
-            })
-            .collect();
-        println!(
-            "{case:<8} {:>7.1} ms {:>12.1} MiB {files:>9}  {} ({})",
-            elapsed.as_secs_f64() * 1e3,
-            peak_kib.saturating_sub(base_kib) as f64 / 1024.0,
-            requests.len(),
-            requests.join(", ")
-        );
-    }
-    registry.stop()?;
     Ok(())
 }

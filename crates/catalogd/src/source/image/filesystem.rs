@@ -399,29 +399,39 @@ impl ImageFs {
                 self.root
             )));
         }
+        // Links first, copying their targets' content; then files are moved out, not copied
+        // (the catalog is held once).
         let mut total = self.kept;
-        let mut files = Vec::new();
+        let mut linked: Vec<(String, Vec<u8>)> = Vec::new();
         for (path, entry) in &self.entries {
-            let content = match &entry.node {
-                Node::Dir => continue,
-                Node::File(c) => c.clone(),
-                Node::Symlink(target) => match self.follow(path, target)? {
-                    Some(c) => {
-                        total += c.len() as u64;
-                        if total > self.max_bytes {
-                            return Err(self.too_large());
-                        }
-                        c.clone()
-                    }
-                    None => continue,
-                },
-            };
-            let relative = path
-                .strip_prefix(&self.root)
-                .unwrap_or(path)
-                .trim_start_matches('/');
-            files.push((relative.to_owned(), content));
+            if let Node::Symlink(target) = &entry.node
+                && let Some(c) = self.follow(path, target)?
+            {
+                total += c.len() as u64;
+                if total > self.max_bytes {
+                    return Err(self.too_large());
+                }
+                linked.push((path.clone(), c.clone()));
+            }
         }
+        let root = self.root;
+        let relative = |path: String| {
+            path.strip_prefix(&root)
+                .unwrap_or(&path)
+                .trim_start_matches('/')
+                .to_owned()
+        };
+        let mut files: Vec<(String, Vec<u8>)> = self
+            .entries
+            .into_iter()
+            .filter_map(|(path, entry)| match entry.node {
+                Node::File(c) => Some((path, c)),
+                _ => None,
+            })
+            .chain(linked)
+            .map(|(path, c)| (relative(path), c))
+            .collect();
+        files.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(files)
     }
 
