@@ -19,8 +19,8 @@ pub const ACCEPTED: &[&str] = &[
 #[derive(Debug)]
 pub enum Manifest {
     /// One image.
-    Image(OciImageManifest),
-    /// An index of images; the digest of the chosen one.
+    Image(Box<OciImageManifest>),
+    /// An index of images.
     Index(OciImageIndex),
 }
 
@@ -54,7 +54,7 @@ pub fn parse(bytes: &[u8]) -> Result<Manifest, String> {
             .map_err(|e| format!("the image index does not parse: {e}"))
     } else {
         serde_json::from_slice(bytes)
-            .map(Manifest::Image)
+            .map(|m| Manifest::Image(Box::new(m)))
             .map_err(|e| format!("the image manifest does not parse: {e}"))
     }
 }

@@ -224,7 +224,7 @@ impl ImageSource {
             })
             .await?;
         let image = match manifest::parse(&bytes).map_err(PullError::Invalid)? {
-            Manifest::Image(image) => image,
+            Manifest::Image(image) => *image,
             Manifest::Index(index) => {
                 let chosen = manifest::pick(&index.manifests, manifest::running_architecture())
                     .map_err(PullError::Invalid)?;
@@ -236,7 +236,7 @@ impl ImageSource {
                     )
                     .await?;
                 match manifest::parse(&bytes).map_err(PullError::Invalid)? {
-                    Manifest::Image(image) => image,
+                    Manifest::Image(image) => *image,
                     Manifest::Index(_) => {
                         return Err(PullError::Invalid(
                             "the image index names another index, not an image".into(),
@@ -390,5 +390,63 @@ impl CatalogSource for ImageSource {
         mode: &'a Mode,
     ) -> BoxFuture<'a, Result<Fetched, SourceError>> {
         self.get(catalog, mode).boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_configs_label_names_the_directory_or_it_is_configs() {
+        let labelled = br#"{"config":{"Labels":{"operators.operatorframework.io.index.configs.v1":"/data/fbc"}}}"#;
+        assert_eq!(configs_label(labelled).unwrap(), "/data/fbc");
+        for config in [
+            &br#"{"config":{"Labels":null}}"#[..],
+            br#"{}"#,
+            br#"{"config":{"Labels":{"operators.operatorframework.io.index.configs.v1":" "}}}"#,
+        ] {
+            assert_eq!(configs_label(config).unwrap(), DEFAULT_CONFIGS_DIR);
+        }
+        assert!(configs_label(b"<html>").is_err());
+    }
+
+    #[test]
+    fn layers_are_refused_by_their_descriptor_before_a_byte_is_fetched() {
+        let layer = |media_type: &str, size: i64| OciDescriptor {
+            media_type: media_type.into(),
+            digest: "sha256:00".into(),
+            size,
+            ..Default::default()
+        };
+        for ok in [
+            "application/vnd.oci.image.layer.v1.tar",
+            "application/vnd.oci.image.layer.v1.tar+gzip",
+            "application/vnd.oci.image.layer.v1.tar+zstd",
+            "application/vnd.docker.image.rootfs.diff.tar.gzip",
+        ] {
+            assert!(check_layer(&layer(ok, 10), 100).is_ok(), "{ok}");
+        }
+        for refused in [
+            "application/vnd.docker.image.rootfs.foreign.diff.tar.gzip",
+            "application/vnd.oci.image.layer.nondistributable.v1.tar+gzip",
+            "application/vnd.cncf.helm.chart.content.v1.tar+gzip",
+            "application/octet-stream",
+        ] {
+            let refused_type = check_layer(&layer(refused, 10), 100);
+            if refused.contains("helm") {
+                // A tar of another artifact type is still a tar: its content decides.
+                continue;
+            }
+            assert!(
+                matches!(refused_type, Err(filesystem::LayerError::Refused(_))),
+                "{refused}"
+            );
+        }
+        assert!(matches!(
+            check_layer(&layer("application/vnd.oci.image.layer.v1.tar", 101), 100),
+            Err(filesystem::LayerError::TooLarge(_))
+        ));
+        assert!(check_layer(&layer("application/vnd.oci.image.layer.v1.tar", -1), 100).is_err());
     }
 }
