@@ -255,7 +255,11 @@ pub fn plan(
                     // pollInterval with one, as upstream).
                     interval: poll_interval(image.poll_interval.as_deref())
                         .filter(|_| pinned.is_none()),
-                    pinned_and_served: pinned.is_some() && pinned == served_digest,
+                    // (Under another reference, the source confirms it without a request,
+                    // and the status then names the new reference.)
+                    pinned_and_served: pinned.is_some()
+                        && pinned == served_digest
+                        && previous_image.is_some_and(|i| i.r#ref == image.r#ref),
                     // Any served image: the registry is asked for the digest first, and the
                     // same digest is the same content, whatever the reference.
                     conditional: served_digest.is_some(),
