@@ -145,7 +145,10 @@ async fn main() -> Result<()> {
     );
     let ca_pem = match &flags.registry_ca_file {
         Some(path) => {
-            Some(std::fs::read(path).with_context(|| format!("reading {}", path.display()))?)
+            let pem = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+            catalogd::source::image::registry::check_ca(&pem)
+                .map_err(|e| anyhow::anyhow!("--registry-ca-file {} {e}", path.display()))?;
+            Some(pem)
         }
         None => None,
     };

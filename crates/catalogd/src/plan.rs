@@ -13,6 +13,7 @@ use olm_api::catalog::{Catalog, ResolvedSource, Source, SourceType};
 use olm_api::conditions::is_true;
 
 use crate::poll::{poll_interval, retry_after};
+use crate::source::image::reference::digest_of;
 use crate::status::{Served, UNPACKED};
 
 /// What catalogd remembers of a Catalog between reconciles.
@@ -246,9 +247,8 @@ pub fn plan(
             let previous_image = previous.as_ref().and_then(|p| p.image.as_ref());
             let served_digest = previous_image
                 .and_then(|i| i.resolved_ref.as_deref())
-                .and_then(|r| r.rsplit_once('@'))
-                .map(|(_, d)| d);
-            let pinned = image.r#ref.rsplit_once('@').map(|(_, d)| d);
+                .and_then(digest_of);
+            let pinned = digest_of(&image.r#ref);
             remote(
                 Remote {
                     // A digest never names other content: never polled (the CRD refuses a

@@ -676,11 +676,11 @@ async fn a_catalog_with_a_253_character_name_gets_its_events() {
 async fn a_source_type_this_catalogd_cannot_unpack_yet_is_reported_clearly() {
     let ctx = TestContext::new("cd-unsupported").await.unwrap();
     catalogd().unwrap();
-    let name = ctx.name("image");
+    let name = ctx.name("git");
     let api = create_catalog(
         &ctx,
         &name,
-        json!({"type": "image", "image": {"ref": "quay.io/x/y:1"}}),
+        json!({"type": "git", "git": {"repository": "https://git.example.com/c.git", "ref": {"branch": "main"}}}),
     )
     .await
     .unwrap();

@@ -87,7 +87,10 @@ fn last_poll(c: Option<&Catalog>) -> Option<String> {
 async fn a_missing_image_or_registry_fails_with_the_registry_reason() {
     let ctx = TestContext::new("img-missing").await.unwrap();
     catalogd().unwrap();
-    let registry = plain();
+    // A registry of its own, which catalogd contacts here for the first time (its scheme is
+    // not known yet: HTTPS is tried first, then plain HTTP).
+    let registry = Registry::start(&ctx.name("registry"), None).unwrap();
+    let registry = &registry;
     let name = ctx.name("missing");
     let api = create_catalog(
         &ctx,
@@ -122,6 +125,7 @@ async fn a_missing_image_or_registry_fails_with_the_registry_reason() {
         message.to_lowercase().contains("connection refused"),
         "{message}"
     );
+    registry.stop().unwrap();
     ctx.cleanup().await.unwrap();
 }
 

@@ -99,7 +99,8 @@ pub fn files(
         if !kind.is_file() {
             continue;
         }
-        let size = entry.header().size().map_err(archive_error)?;
+        // The entry's size, PAX extensions included (the header's own field may say 0).
+        let size = entry.size();
         let mut content = Vec::new();
         entry.read_to_end(&mut content).map_err(archive_error)?;
         // A truncated archive must fail, not yield part of a catalog.

@@ -260,7 +260,8 @@ pub(crate) fn describe(e: reqwest::Error, timeout_flag: &str) -> String {
     text
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// Lower-case hex of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

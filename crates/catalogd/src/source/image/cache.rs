@@ -78,8 +78,7 @@ impl Hasher {
             Hasher::Sha256(h) => ("sha256", h.finalize().to_vec()),
             Hasher::Sha512(h) => ("sha512", h.finalize().to_vec()),
         };
-        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        format!("{algorithm}:{hex}")
+        format!("{algorithm}:{}", crate::source::http::hex(&bytes))
     }
 }
 
@@ -158,24 +157,30 @@ impl LayerCache {
         Ok(self.dir.join(format!("{algorithm}-{hex}")))
     }
 
-    /// The cached blob of `digest`, if any; marks it used.
-    pub fn get(&self, digest: &str) -> Option<PathBuf> {
+    /// The cached blob of `digest`, if any, open (a trim by a concurrent pull may unlink it,
+    /// and it stays readable); marks it used.
+    pub fn get(&self, digest: &str) -> Option<fs::File> {
         let path = self.path(digest).ok()?;
-        let file = fs::File::options().append(true).open(&path).ok()?;
+        let file = fs::File::options()
+            .read(true)
+            .append(true)
+            .open(&path)
+            .ok()?;
         // Recency for trimming; a failure only makes the blob look older.
         let _ = file.set_modified(SystemTime::now());
-        Some(path)
+        Some(file)
     }
 
     /// Streams `stream` into the cache as `digest`, checking its digest and that it has
-    /// exactly `size` bytes, at most `max`. Nothing enters the cache unless it verified.
+    /// exactly `size` bytes, at most `max`, and returns it open. Nothing enters the cache
+    /// unless it verified, and a fill that fails or is cancelled leaves nothing behind.
     pub async fn fill<S>(
         &self,
         digest: &str,
         size: u64,
         max: u64,
         mut stream: S,
-    ) -> Result<PathBuf, BlobError>
+    ) -> Result<fs::File, BlobError>
     where
         S: Stream<Item = std::io::Result<bytes::Bytes>> + Unpin,
     {
@@ -189,43 +194,41 @@ impl LayerCache {
                 .unwrap_or_default(),
             std::process::id() as u64 * 1_000_000 + u64::from(rand_suffix())
         ));
-        let result = async {
-            let mut file = tokio::fs::File::create(&partial).await?;
-            let mut written: u64 = 0;
-            while let Some(chunk) = stream.next().await {
-                let chunk = chunk.map_err(stream_error)?;
-                written += chunk.len() as u64;
-                if written > size || written > max {
-                    return Err(BlobError::TooLarge(format!(
-                        "sent more than the {} bytes {}",
-                        size.min(max),
-                        if written > max {
-                            "catalogd accepts (--max-content-bytes)"
-                        } else {
-                            "its descriptor says"
-                        }
-                    )));
-                }
-                hasher.update(&chunk);
-                file.write_all(&chunk).await?;
+        // Removes the partial file unless it was renamed into place: also when the pull is
+        // cancelled (a timeout drops this future).
+        let guard = Partial(Some(partial.clone()));
+        let mut file = tokio::fs::File::create(&partial).await?;
+        let mut written: u64 = 0;
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(stream_error)?;
+            written += chunk.len() as u64;
+            if written > size || written > max {
+                return Err(BlobError::TooLarge(format!(
+                    "sent more than the {} bytes {}",
+                    size.min(max),
+                    if written > max {
+                        "catalogd accepts (--max-content-bytes)"
+                    } else {
+                        "its descriptor says"
+                    }
+                )));
             }
-            if written < size {
-                return Err(BlobError::Truncated {
-                    got: written,
-                    expected: size,
-                });
-            }
-            file.flush().await?;
-            file.sync_all().await?;
-            check(hasher, digest)?;
-            tokio::fs::rename(&partial, &path).await?;
-            Ok(path)
+            hasher.update(&chunk);
+            file.write_all(&chunk).await?;
         }
-        .await;
-        if result.is_err() {
-            let _ = tokio::fs::remove_file(&partial).await;
+        if written < size {
+            return Err(BlobError::Truncated {
+                got: written,
+                expected: size,
+            });
         }
-        result
+        file.flush().await?;
+        file.sync_all().await?;
+        drop(file);
+        check(hasher, digest)?;
+        tokio::fs::rename(&partial, &path).await?;
+        guard.disarm();
+        Ok(fs::File::open(&path)?)
     }
 
     /// Drops the least recently used blobs until the cache holds at most its limit, never one
@@ -263,6 +266,23 @@ impl LayerCache {
     }
 }
 
+/// A partial blob, removed when dropped unless disarmed.
+struct Partial(Option<PathBuf>);
+
+impl Partial {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Partial {
+    fn drop(&mut self) {
+        if let Some(path) = self.0.take() {
+            let _ = fs::remove_file(path);
+        }
+    }
+}
+
 /// A few bits that differ between concurrent fills in one process.
 fn rand_suffix() -> u32 {
     use std::sync::atomic::{AtomicU32, Ordering};
@@ -297,11 +317,13 @@ mod tests {
         let cache = LayerCache::open(dir.path(), 1 << 20).unwrap();
         let d = digest(b"hello world");
         assert!(cache.get(&d).is_none());
-        let path = cache
+        let mut file = cache
             .fill(&d, 11, 100, stream(&[b"hello ", b"world"]))
             .await
             .unwrap();
-        assert_eq!(fs::read(path).unwrap(), b"hello world");
+        let mut read = Vec::new();
+        std::io::Read::read_to_end(&mut file, &mut read).unwrap();
+        assert_eq!(read, b"hello world");
         assert!(cache.get(&d).is_some());
 
         let other = digest(b"something else");
@@ -366,11 +388,11 @@ mod tests {
         let mut digests = Vec::new();
         for (i, b) in blobs.iter().enumerate() {
             let d = digest(b);
-            let path = cache.fill(&d, 10, 100, stream(&[b])).await.unwrap();
+            cache.fill(&d, 10, 100, stream(&[b])).await.unwrap();
             let when = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1000 + i as u64);
             fs::File::options()
                 .append(true)
-                .open(path)
+                .open(cache.path(&d).unwrap())
                 .unwrap()
                 .set_modified(when)
                 .unwrap();

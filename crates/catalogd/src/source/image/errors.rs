@@ -9,8 +9,19 @@ use super::filesystem::LayerError;
 use crate::source::http::describe;
 use crate::source::{SourceError, reasons};
 
-/// The flag that bounds a pull, named when one times out.
-pub const TIMEOUT_FLAG: &str = "--image-timeout-seconds";
+/// The flag that bounds connecting to a registry and each read, named when one times out.
+pub const TIMEOUT_FLAG: &str = "--http-timeout-seconds";
+
+/// What a pull offered the registry as credentials.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Offered {
+    /// No pull secret is named.
+    Nothing,
+    /// The named pull secret has no entry for the registry.
+    NoEntry(String),
+    /// The pull secret's credentials.
+    Credentials,
+}
 
 /// Why a pull failed.
 #[derive(Debug, thiserror::Error)]
@@ -58,11 +69,11 @@ impl PullError {
         }
     }
 
-    /// The condition reason and message; `image` names the reference, `sent_credentials`
-    /// whether a pull secret's credentials were offered.
-    pub fn into_source_error(self, image: &str, sent_credentials: bool) -> SourceError {
+    /// The condition reason and message; `image` names the reference, `offered` what was
+    /// offered as credentials.
+    pub fn into_source_error(self, image: &str, offered: &Offered) -> SourceError {
         let (reason, why) = match self {
-            PullError::Oci(e) => oci(e, sent_credentials),
+            PullError::Oci(e) => oci(e, offered),
             PullError::Request(e) => (reasons::UNPACK_FAILED, describe(e, TIMEOUT_FLAG)),
             PullError::Blob { what, source } => {
                 let reason = match &source {
@@ -75,7 +86,9 @@ impl PullError {
             PullError::Layer { what, source } => {
                 let reason = match &source {
                     LayerError::TooLarge(_) => reasons::CONTENT_TOO_LARGE,
-                    _ => reasons::UNPACK_FAILED,
+                    LayerError::Refused(_) | LayerError::Corrupt(_) | LayerError::TimedOut => {
+                        reasons::UNPACK_FAILED
+                    }
                 };
                 (reason, format!("{what}: {source}"))
             }
@@ -87,17 +100,12 @@ impl PullError {
     }
 }
 
-fn oci(e: OciDistributionError, sent_credentials: bool) -> (&'static str, String) {
+fn oci(e: OciDistributionError, offered: &Offered) -> (&'static str, String) {
     match e {
         OciDistributionError::UnauthorizedError { .. }
-        | OciDistributionError::AuthenticationFailure(_) => (
-            reasons::UNAUTHORIZED,
-            if sent_credentials {
-                "the registry answered 401 unauthorized: it refused the credentials of spec.source.image.pullSecret".to_owned()
-            } else {
-                "the registry answered 401 unauthorized: it requires credentials; name a pull secret in spec.source.image.pullSecret".to_owned()
-            },
-        ),
+        | OciDistributionError::AuthenticationFailure(_) => {
+            (reasons::UNAUTHORIZED, unauthorized(offered))
+        }
         OciDistributionError::RegistryError { envelope, .. } => {
             let unknown = envelope.errors.iter().any(|e| {
                 matches!(
@@ -153,6 +161,22 @@ fn oci(e: OciDistributionError, sent_credentials: bool) -> (&'static str, String
     }
 }
 
+/// What a 401 means, given what was offered.
+fn unauthorized(offered: &Offered) -> String {
+    let answered = "the registry answered 401 unauthorized";
+    match offered {
+        Offered::Credentials => {
+            format!("{answered}: it refused the credentials of spec.source.image.pullSecret")
+        }
+        Offered::NoEntry(secret) => format!(
+            "{answered}: it requires credentials, and pull secret {secret} has none for this registry (no entry of its .dockerconfigjson auths names the registry's host)"
+        ),
+        Offered::Nothing => format!(
+            "{answered}: it requires credentials; name a pull secret in spec.source.image.pullSecret"
+        ),
+    }
+}
+
 /// The first line of a body, shortened: enough to say what a server said.
 fn first_line(text: &str) -> String {
     let line = text.lines().next().unwrap_or_default().trim();
@@ -180,7 +204,7 @@ mod tests {
     #[test]
     fn registry_errors_keep_the_registry_words() {
         let e = PullError::Oci(envelope(OciErrorCode::ManifestUnknown, "manifest unknown"))
-            .into_source_error("r/x:1", false);
+            .into_source_error("r/x:1", &Offered::Nothing);
         assert_eq!(e.reason, reasons::SOURCE_NOT_FOUND);
         assert_eq!(
             e.message,
@@ -191,14 +215,21 @@ mod tests {
     #[test]
     fn unauthorized_says_whether_credentials_were_sent() {
         let e = || OciDistributionError::UnauthorizedError { url: "u".into() };
-        let without = PullError::Oci(e()).into_source_error("r/x:1", false);
+        let without = PullError::Oci(e()).into_source_error("r/x:1", &Offered::Nothing);
+        let no_entry =
+            PullError::Oci(e()).into_source_error("r/x:1", &Offered::NoEntry("ps".into()));
+        assert!(
+            no_entry.message.contains("pull secret ps has none"),
+            "{}",
+            no_entry.message
+        );
         assert_eq!(without.reason, reasons::UNAUTHORIZED);
         assert!(
             without
                 .message
                 .contains("unauthorized: it requires credentials")
         );
-        let with = PullError::Oci(e()).into_source_error("r/x:1", true);
+        let with = PullError::Oci(e()).into_source_error("r/x:1", &Offered::Credentials);
         assert!(
             with.message.contains("refused the credentials"),
             "{}",
@@ -215,7 +246,7 @@ mod tests {
                 actual: "sha256:bb".into(),
             },
         }
-        .into_source_error("r/x:1", false);
+        .into_source_error("r/x:1", &Offered::Nothing);
         assert_eq!(mismatch.reason, reasons::CHECKSUM_MISMATCH);
         assert!(
             mismatch.message.contains("digest mismatch"),
@@ -226,7 +257,7 @@ mod tests {
             what: "layer 2".into(),
             source: LayerError::TooLarge("unpacks to more than 5 bytes".into()),
         }
-        .into_source_error("r/x:1", false);
+        .into_source_error("r/x:1", &Offered::Nothing);
         assert_eq!(big.reason, reasons::CONTENT_TOO_LARGE);
     }
 }

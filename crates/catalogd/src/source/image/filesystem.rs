@@ -28,7 +28,14 @@ pub enum LayerError {
     /// The layer is not a readable tar (in gzip or zstd).
     #[error("{0}")]
     Corrupt(String),
+    /// Unpacking went past the pull's deadline.
+    #[error("unpacking went past the pull's deadline (--image-timeout-seconds)")]
+    TimedOut,
 }
+
+/// What an entry costs besides its path, content and link target: the map's own bookkeeping.
+/// Counted so that a layer of millions of empty files or directories is bounded too.
+const ENTRY_COST: u64 = 64;
 
 #[derive(Debug, Clone)]
 enum Node {
@@ -52,9 +59,12 @@ pub struct ImageFs {
     root: String,
     /// What lies at or under `root`, by path from the image root.
     entries: BTreeMap<String, Entry>,
-    /// Bytes of file content kept.
+    /// Bytes kept: file contents, paths, link targets and [`ENTRY_COST`] per entry.
     kept: u64,
     max_bytes: u64,
+    /// When unpacking must stop (the pull's deadline): unpacking runs on a blocking thread,
+    /// which a timeout cannot cancel.
+    deadline: Option<std::time::Instant>,
     /// A symlink at `root` or one of its ancestors, which catalogd does not follow.
     link_on_path: Option<String>,
 }
@@ -73,8 +83,15 @@ impl ImageFs {
             entries: BTreeMap::new(),
             kept: 0,
             max_bytes,
+            deadline: None,
             link_on_path: None,
         })
+    }
+
+    /// Stops applying layers at `deadline` ([`LayerError::TimedOut`]).
+    pub fn with_deadline(mut self, deadline: std::time::Instant) -> Self {
+        self.deadline = Some(deadline);
+        self
     }
 
     /// Applies layer `index` (0 is the base), read from `layer` (a tar, plain or compressed),
@@ -118,6 +135,9 @@ impl ImageFs {
         let mut archive = tar::Archive::new(tar);
         for entry in archive.entries().map_err(corrupt)? {
             let mut entry = entry.map_err(corrupt)?;
+            if self.deadline.is_some_and(|d| std::time::Instant::now() > d) {
+                return Err(LayerError::TimedOut);
+            }
             let raw = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
             if raw.starts_with('/') {
                 return Err(LayerError::Refused(format!(
@@ -137,7 +157,7 @@ impl ImageFs {
                     self.opaque(dir, index);
                 } else if !hidden.starts_with(WHITEOUT) {
                     // `.wh..wh.*` other than the opaque marker is AUFS bookkeeping.
-                    self.remove(&join(dir, hidden));
+                    self.remove(&join(dir, hidden), index);
                 }
                 continue;
             }
@@ -175,8 +195,14 @@ impl ImageFs {
                     self.replace_outside(&path);
                     continue;
                 }
-                let size = entry.header().size().map_err(corrupt)?;
-                if self.kept_without(&path).saturating_add(size) > self.max_bytes {
+                // The entry's size, PAX extensions included (the header's own field may say 0).
+                let size = entry.size();
+                if self
+                    .kept_without(&path)
+                    .saturating_add(ENTRY_COST + path.len() as u64)
+                    .saturating_add(size)
+                    > self.max_bytes
+                {
                     return Err(self.too_large());
                 }
                 let mut content = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
@@ -205,11 +231,23 @@ impl ImageFs {
         path != self.root && within(&self.root, path)
     }
 
+    /// What `path` and its entry cost.
+    fn cost(path: &str, node: &Node) -> u64 {
+        ENTRY_COST
+            + path.len() as u64
+            + match node {
+                Node::Dir => 0,
+                Node::File(c) => c.len() as u64,
+                Node::Symlink(t) => t.len() as u64,
+            }
+    }
+
+    /// What is kept, less the entry at `path`.
     fn kept_without(&self, path: &str) -> u64 {
-        let old = match self.entries.get(path).map(|e| &e.node) {
-            Some(Node::File(c)) => c.len() as u64,
-            _ => 0,
-        };
+        let old = self
+            .entries
+            .get(path)
+            .map_or(0, |e| Self::cost(path, &e.node));
         self.kept - old
     }
 
@@ -224,7 +262,7 @@ impl ImageFs {
     /// path, the directory is gone.
     fn replace_outside(&mut self, path: &str) {
         if self.above(path) {
-            self.clear_under(path);
+            self.clear_under(path, None);
         }
     }
 
@@ -238,25 +276,25 @@ impl ImageFs {
                             self.link_on_path = None;
                         }
                     }
-                    _ => self.clear_under(path),
+                    _ => self.clear_under(path, None),
                 }
             }
             return Ok(());
         }
         self.refuse_through_link(path)?;
-        // Whatever is written under the configs directory implies it.
-        if path != self.root && !self.entries.contains_key(&self.root) {
-            self.entries.insert(
-                self.root.clone(),
-                Entry {
-                    node: Node::Dir,
-                    layer,
-                },
-            );
+        // Whatever is written under the configs directory implies it, in this layer (so that
+        // an opaque whiteout later in the layer spares it).
+        match self.entries.get_mut(&self.root) {
+            Some(e) => e.layer = e.layer.max(layer),
+            None if path != self.root => {
+                let root = self.root.clone();
+                self.insert(root, Node::Dir, layer)?;
+            }
+            None => {}
         }
         // A non-directory replaces a directory and all it held; a directory merges.
         if !matches!(node, Node::Dir) {
-            self.clear_under(path);
+            self.clear_under(path, None);
         } else if matches!(self.entries.get(path).map(|e| &e.node), Some(Node::Dir)) {
             return Ok(());
         }
@@ -266,11 +304,17 @@ impl ImageFs {
                 _ => None,
             };
         }
-        self.kept = self.kept_without(path);
-        if let Node::File(content) = &node {
-            self.kept += content.len() as u64;
+        self.insert(path.to_owned(), node, layer)
+    }
+
+    /// Inserts an entry, within the limit.
+    fn insert(&mut self, path: String, node: Node, layer: usize) -> Result<(), LayerError> {
+        let kept = self.kept_without(&path) + Self::cost(&path, &node);
+        if kept > self.max_bytes {
+            return Err(self.too_large());
         }
-        self.entries.insert(path.to_owned(), Entry { node, layer });
+        self.kept = kept;
+        self.entries.insert(path, Entry { node, layer });
         Ok(())
     }
 
@@ -278,7 +322,7 @@ impl ImageFs {
         if self.above(path) {
             // catalogd reads the configs directory where the label says it is, and does not
             // chase it through links.
-            self.clear_under(path);
+            self.clear_under(path, None);
             self.link_on_path = Some(path.to_owned());
             return Ok(());
         }
@@ -291,12 +335,7 @@ impl ImageFs {
             return Ok(());
         }
         match self.entries.get(target).map(|e| e.node.clone()) {
-            Some(Node::File(content)) => {
-                if self.kept_without(path).saturating_add(content.len() as u64) > self.max_bytes {
-                    return Err(self.too_large());
-                }
-                self.put(path, Node::File(content), layer)
-            }
+            Some(Node::File(content)) => self.put(path, Node::File(content), layer),
             _ if !self.inside(target) => Err(LayerError::Refused(format!(
                 "entry {path:?} is a hard link to {target:?}, outside /{}",
                 self.root
@@ -324,10 +363,10 @@ impl ImageFs {
         Ok(())
     }
 
-    /// A whiteout of `path`.
-    fn remove(&mut self, path: &str) {
+    /// A whiteout of `path` in `layer`: what lower layers wrote there is gone.
+    fn remove(&mut self, path: &str, layer: usize) {
         if self.inside(path) || self.above(path) {
-            self.clear_under(path);
+            self.clear_under(path, Some(layer));
             if self.link_on_path.as_deref() == Some(path) {
                 self.link_on_path = None;
             }
@@ -338,10 +377,9 @@ impl ImageFs {
     fn opaque(&mut self, dir: &str, layer: usize) {
         if self.inside(dir) || within(&self.root, dir) {
             let lower: Vec<String> = self
-                .entries
-                .iter()
-                .filter(|(p, e)| *p != dir && within(p, dir) && e.layer < layer)
-                .map(|(p, _)| p.clone())
+                .under(dir)
+                .filter(|(p, e)| *p != dir && e.layer < layer)
+                .map(|(p, _)| p.to_owned())
                 .collect();
             self.drop_all(&lower);
             if self
@@ -354,26 +392,42 @@ impl ImageFs {
         }
     }
 
-    /// Removes `path` and everything under it (all of it, when `path` is above the configs
-    /// directory).
-    fn clear_under(&mut self, path: &str) {
-        let doomed: Vec<String> = self
+    /// The entries at `path` and under it (all of them, when `path` is the image root), found
+    /// by range, not by a scan: a layer of many entries stays linear, however many siblings
+    /// share a prefix.
+    fn under<'a>(&'a self, path: &'a str) -> Box<dyn Iterator<Item = (&'a str, &'a Entry)> + 'a> {
+        if path.is_empty() {
+            return Box::new(self.entries.iter().map(|(p, e)| (p.as_str(), e)));
+        }
+        // Children sort from `path/` up to, not including, `path0` ('0' follows '/').
+        let children = self
             .entries
-            .keys()
-            .filter(|p| within(p, path))
-            .cloned()
+            .range::<String, _>(format!("{path}/")..format!("{path}0"))
+            .map(|(p, e)| (p.as_str(), e));
+        Box::new(
+            self.entries
+                .get_key_value(path)
+                .map(|(p, e)| (p.as_str(), e))
+                .into_iter()
+                .chain(children),
+        )
+    }
+
+    /// Removes `path` and everything under it (all of it, when `path` is above the configs
+    /// directory); only what layers below `below` wrote, when given.
+    fn clear_under(&mut self, path: &str, below: Option<usize>) {
+        let doomed: Vec<String> = self
+            .under(path)
+            .filter(|(_, e)| below.is_none_or(|l| e.layer < l))
+            .map(|(p, _)| p.to_owned())
             .collect();
         self.drop_all(&doomed);
     }
 
     fn drop_all(&mut self, paths: &[String]) {
         for p in paths {
-            if let Some(Entry {
-                node: Node::File(c),
-                ..
-            }) = self.entries.remove(p)
-            {
-                self.kept -= c.len() as u64;
+            if let Some(e) = self.entries.remove(p) {
+                self.kept -= Self::cost(p, &e.node);
             }
         }
     }
@@ -591,6 +645,55 @@ mod tests {
         ])
         .unwrap();
         assert!(files.is_empty(), "{files:?}");
+    }
+
+    #[test]
+    fn a_whiteout_spares_what_its_own_layer_wrote() {
+        let files = build(&[vec![
+            file("configs/a.json", b"a"),
+            whiteout("configs/.wh.a.json"),
+        ]])
+        .unwrap();
+        assert_eq!(names(&files), ["a.json"]);
+    }
+
+    #[test]
+    fn an_opaque_root_spares_the_configs_its_own_layer_wrote() {
+        let files = build(&[
+            vec![dir("configs"), file("configs/old.json", b"o")],
+            vec![
+                dir("configs"),
+                file("configs/new.json", b"n"),
+                whiteout(".wh..wh..opq"),
+            ],
+        ])
+        .unwrap();
+        assert_eq!(names(&files), ["new.json"]);
+    }
+
+    #[test]
+    fn many_empty_entries_count_towards_the_limit() {
+        let paths: Vec<String> = (0..20_000).map(|i| format!("configs/d/f{i:06}")).collect();
+        let mut tar_entries: Vec<E> = Vec::new();
+        for p in &paths {
+            let p: &'static str = Box::leak(p.clone().into_boxed_str());
+            tar_entries.push(file(p, b""));
+        }
+        let err = build_in("/configs", &[tar_entries], 1 << 20).unwrap_err();
+        assert!(matches!(err, LayerError::TooLarge(_)), "{err}");
+    }
+
+    #[test]
+    fn unpacking_stops_at_the_deadline() {
+        let past = std::time::Instant::now() - std::time::Duration::from_secs(1);
+        let mut fs = ImageFs::new("/configs", 1 << 20)
+            .unwrap()
+            .with_deadline(past);
+        let layer = gzip(&tar(&[file("configs/a.json", b"{}")]));
+        assert_eq!(
+            fs.apply(0, layer.as_slice(), 1 << 20),
+            Err(LayerError::TimedOut)
+        );
     }
 
     #[test]

@@ -43,6 +43,11 @@ pub const CONFIGS_LABEL: &str = "operators.operatorframework.io.index.configs.v1
 pub const DEFAULT_CONFIGS_DIR: &str = "/configs";
 /// The largest image config accepted (they are a few kilobytes).
 const MAX_CONFIG_BYTES: u64 = 4 * 1024 * 1024;
+/// The most layers an image may have (Docker's own limit is 127).
+pub const MAX_LAYERS: usize = 128;
+/// An image's layers together may be this many times `--max-content-bytes`: each layer is
+/// bounded by it, and the layer cache on disk must be too.
+pub const MAX_IMAGE_FACTOR: u64 = 4;
 
 /// How the image source runs.
 #[derive(Debug, Clone)]
@@ -149,16 +154,29 @@ impl ImageSource {
         let auth = self
             .auth(spec.pull_secret.as_deref(), reference.resolve_registry())
             .await?;
-        let sent_credentials = !matches!(auth, RegistryAuth::Anonymous);
+        let offered = match (&auth, &spec.pull_secret) {
+            (RegistryAuth::Anonymous, Some(secret)) => errors::Offered::NoEntry(secret.clone()),
+            (RegistryAuth::Anonymous, None) => errors::Offered::Nothing,
+            _ => errors::Offered::Credentials,
+        };
         let access = Access {
             reference: &reference,
             auth: &auth,
             skip_tls_verify: spec.insecure_skip_tls_verify,
         };
-        let failed = |e: PullError| e.into_source_error(&spec.r#ref, sent_credentials);
+        let failed = |e: PullError| e.into_source_error(&spec.r#ref, &offered);
+        // Everything that talks to the registry, the digest check included, is bounded by the
+        // pull's timeout; unpacking, which runs on a thread a timeout cannot cancel, stops at
+        // the same deadline.
+        let timeout = self.options.pull_timeout;
+        let deadline = Instant::now() + timeout;
+        let timed_out = || PullError::TimedOut(timeout.as_secs());
         let digest = match reference.digest() {
             Some(d) => d.to_owned(),
-            None => self.registries.digest(&access).await.map_err(failed)?,
+            None => tokio::time::timeout_at(deadline.into(), self.registries.digest(&access))
+                .await
+                .unwrap_or_else(|_| Err(timed_out()))
+                .map_err(failed)?,
         };
         let resolved = |digest: &str| ResolvedSource {
             type_: Some(SourceType::Image),
@@ -184,11 +202,11 @@ impl ImageSource {
             self.pulls.acquire().await.map_err(|_| {
                 SourceError::new(reasons::UNPACK_FAILED, "catalogd is shutting down")
             })?;
-        let timeout = self.options.pull_timeout;
-        let pulled = tokio::time::timeout(timeout, self.pull(&access, &digest))
-            .await
-            .unwrap_or(Err(PullError::TimedOut(timeout.as_secs())))
-            .map_err(failed)?;
+        let pulled =
+            tokio::time::timeout_at(deadline.into(), self.pull(&access, &digest, deadline))
+                .await
+                .unwrap_or_else(|_| Err(timed_out()))
+                .map_err(failed)?;
         tracing::info!(
             catalog = catalog.metadata.name.as_deref().unwrap_or_default(),
             image = %spec.r#ref,
@@ -208,6 +226,7 @@ impl ImageSource {
         &self,
         access: &Access<'_>,
         digest: &str,
+        deadline: Instant,
     ) -> Result<Vec<(String, Vec<u8>)>, PullError> {
         let pinned = access.reference.clone_with_digest(digest.to_owned());
         let (client, bytes) = self
@@ -215,7 +234,7 @@ impl ImageSource {
             .with_scheme(access, |plain| {
                 let pinned = &pinned;
                 async move {
-                    let client = self.registries.client(access, plain);
+                    let client = self.registries.client(access, plain)?;
                     let (bytes, _) = client
                         .pull_manifest_raw(pinned, access.auth, manifest::ACCEPTED)
                         .await?;
@@ -245,6 +264,7 @@ impl ImageSource {
                 }
             }
         };
+        check_image(&image.layers, self.options.max_bytes)?;
         let configs_dir = self.configs_dir(&client, access, &image).await?;
         let mut layers = Vec::with_capacity(image.layers.len());
         for (i, layer) in image.layers.iter().enumerate() {
@@ -253,15 +273,15 @@ impl ImageSource {
                 what: what(),
                 source,
             })?;
-            let path = match self.cache.get(&layer.digest) {
-                Some(path) => {
+            let file = match self.cache.get(&layer.digest) {
+                Some(file) => {
                     self.count("cache", 0);
-                    path
+                    file
                 }
                 None => {
                     let stream = client.pull_blob_stream(&pinned, layer).await?;
                     let size = u64::try_from(layer.size).unwrap_or(0);
-                    let path = self
+                    let file = self
                         .cache
                         .fill(&layer.digest, size, self.options.max_bytes, stream)
                         .await
@@ -270,16 +290,16 @@ impl ImageSource {
                             source,
                         })?;
                     self.count("registry", size);
-                    path
+                    file
                 }
             };
-            layers.push((what(), path));
+            layers.push((what(), file));
         }
         let digests: Vec<String> = image.layers.iter().map(|l| l.digest.clone()).collect();
         let (max, cache) = (self.options.max_bytes, self.cache.clone());
         // Decompressing and untarring is CPU work: off the async workers.
         tokio::task::spawn_blocking(move || {
-            let files = unpack(&configs_dir, &layers, max);
+            let files = unpack(&configs_dir, layers, max, Some(deadline));
             if let Err(e) = cache.trim(&digests) {
                 tracing::warn!(error = %e, dir = %cache.dir().display(), "could not trim the layer cache");
             }
@@ -334,24 +354,24 @@ pub fn configs_label(config: &[u8]) -> Result<String, PullError> {
         .to_owned())
 }
 
-/// Applies the cached `layers` in order and returns the files of `configs_dir`.
+/// Applies the cached `layers` (open files, described for messages) in order and returns the
+/// files of `configs_dir`, stopping at `deadline`.
 pub fn unpack(
     configs_dir: &str,
-    layers: &[(String, std::path::PathBuf)],
+    layers: Vec<(String, std::fs::File)>,
     max_bytes: u64,
+    deadline: Option<Instant>,
 ) -> Result<Vec<(String, Vec<u8>)>, PullError> {
     let mut fs = ImageFs::new(configs_dir, max_bytes).map_err(|source| PullError::Layer {
         what: "the image config".into(),
         source,
     })?;
-    for (index, (what, path)) in layers.iter().enumerate() {
-        let file = std::fs::File::open(path)
-            .map_err(|e| PullError::Invalid(format!("{what}: reading the layer cache: {e}")))?;
+    if let Some(deadline) = deadline {
+        fs = fs.with_deadline(deadline);
+    }
+    for (index, (what, file)) in layers.into_iter().enumerate() {
         fs.apply(index, file, max_bytes)
-            .map_err(|source| PullError::Layer {
-                what: what.clone(),
-                source,
-            })?;
+            .map_err(|source| PullError::Layer { what, source })?;
     }
     fs.into_files().map_err(|source| PullError::Layer {
         what: "the image".into(),
@@ -361,6 +381,31 @@ pub fn unpack(
 
 fn describe_layer(index: usize, count: usize, digest: &str) -> String {
     format!("layer {} of {count} ({digest})", index + 1)
+}
+
+/// Refuses an image whose layers are too many or too large together, before a byte of them is
+/// fetched.
+fn check_image(layers: &[OciDescriptor], max_bytes: u64) -> Result<(), PullError> {
+    if layers.len() > MAX_LAYERS {
+        return Err(PullError::Invalid(format!(
+            "the image has {} layers, more than the {MAX_LAYERS} catalogd accepts",
+            layers.len()
+        )));
+    }
+    let total: u64 = layers
+        .iter()
+        .map(|l| u64::try_from(l.size).unwrap_or(u64::MAX))
+        .fold(0, u64::saturating_add);
+    let limit = max_bytes.saturating_mul(MAX_IMAGE_FACTOR);
+    if total > limit {
+        return Err(PullError::Layer {
+            what: "the image".into(),
+            source: filesystem::LayerError::TooLarge(format!(
+                "has {total} bytes of layers, more than the {limit} catalogd accepts ({MAX_IMAGE_FACTOR} times --max-content-bytes)"
+            )),
+        });
+    }
+    Ok(())
 }
 
 /// Refuses a layer by its descriptor, before a byte is fetched.

@@ -59,7 +59,7 @@ impl Registries {
     }
 
     /// An oci-client for `access`, over plain HTTP when `plain`.
-    pub fn client(&self, access: &Access<'_>, plain: bool) -> Client {
+    pub fn client(&self, access: &Access<'_>, plain: bool) -> Result<Client, PullError> {
         let extra_root_certificates = self
             .options
             .ca_pem
@@ -69,7 +69,9 @@ impl Registries {
                 data: pem.clone(),
             })
             .collect();
-        Client::new(ClientConfig {
+        // `try_from`, not `new`: `new` falls back to a default client (no CA, no timeouts) when
+        // the configuration is refused.
+        Ok(Client::try_from(ClientConfig {
             protocol: if plain {
                 ClientProtocol::Http
             } else {
@@ -83,7 +85,7 @@ impl Registries {
             read_timeout: Some(self.options.timeout),
             user_agent: concat!("olm-rs-catalogd/", env!("CARGO_PKG_VERSION")),
             ..Default::default()
-        })
+        })?)
     }
 
     /// Runs `op` with the scheme to use for the registry of `access` (`true` is plain HTTP),
@@ -105,7 +107,9 @@ impl Registries {
         match first {
             Err(e) if eligible && e.is_connect() => {
                 let second = op(!remembered).await;
-                if second.is_ok() {
+                // The registry answered on the other scheme (with content or with an error of
+                // its own): that is its scheme, and its answer is the answer.
+                if second.as_ref().err().is_none_or(|e| !e.is_connect()) {
                     let mut plain = self.plain.lock().unwrap_or_else(PoisonError::into_inner);
                     if remembered {
                         plain.remove(&registry);
@@ -114,7 +118,8 @@ impl Registries {
                     }
                     return second;
                 }
-                // Say what failed on the scheme that was tried first (HTTPS, usually).
+                // Unreachable either way: say what failed on the scheme tried first (HTTPS,
+                // usually).
                 Err(e)
             }
             other => other,
@@ -146,7 +151,7 @@ impl Registries {
             // Anything but a plain answer (a token to fetch, a missing manifest, an error):
             // oci-client asks again and explains the registry's answer.
             Ok(self
-                .client(access, plain)
+                .client(access, plain)?
                 .fetch_manifest_digest(access.reference, access.auth)
                 .await?)
         })
@@ -161,6 +166,7 @@ impl Registries {
             .danger_accept_invalid_certs(access.skip_tls_verify)
             .user_agent(concat!("olm-rs-catalogd/", env!("CARGO_PKG_VERSION")));
         if let Some(pem) = &self.options.ca_pem {
+            // Checked at start-up (`check_ca`).
             for cert in reqwest::Certificate::from_pem_bundle(pem).unwrap_or_default() {
                 builder = builder.add_root_certificate(cert);
             }
@@ -191,6 +197,7 @@ impl Registries {
         };
         if status == reqwest::StatusCode::OK
             && let Some(digest) = header("docker-content-digest")
+            && super::reference::parse_digest(&digest).is_some()
         {
             return Ok(Head::Digest(digest));
         }
@@ -201,6 +208,16 @@ impl Registries {
             return Ok(Head::WantsToken);
         }
         Ok(Head::Other)
+    }
+}
+
+/// Checks a PEM bundle of CAs, at start-up, so that a broken `--registry-ca-file` stops
+/// catalogd rather than weakening every pull.
+pub fn check_ca(pem: &[u8]) -> Result<usize, String> {
+    match reqwest::Certificate::from_pem_bundle(pem) {
+        Ok(certs) if !certs.is_empty() => Ok(certs.len()),
+        Ok(_) => Err("holds no PEM certificate".into()),
+        Err(e) => Err(format!("is not a PEM bundle: {e}")),
     }
 }
 
