@@ -182,3 +182,93 @@ async fn operators_wait_out_a_stopped_catalogd_and_a_restart_rewrites_nothing() 
     ctx.cleanup().await.unwrap();
     cd.manager.stop().unwrap();
 }
+
+/// A registry whose certificate catalogd does not trust: the pull fails and says why, and
+/// `insecureSkipTLSVerify` gets past it. Here because it needs a catalogd that does not trust
+/// the harness CA (this binary's catalogd is restarted with the system's CAs only).
+#[tokio::test]
+async fn an_untrusted_registry_certificate_fails_until_verification_is_skipped() {
+    use olm_e2e::images::push_catalog;
+    use olm_e2e::registry::{Credentials, Registry};
+
+    let _serial = SERIAL.lock().await;
+    let ctx = TestContext::new("img-tls").await.unwrap();
+    let cd = catalogd()
+        .unwrap()
+        .restart(&["--registry-ca-file=/etc/ssl/certs/ca-certificates.crt".to_owned()])
+        .unwrap();
+    // Stopped even if this test fails: the next test starts catalogd on the same ports.
+    let _stop = StopOnDrop(cd.manager.clone());
+    let (user, password) = ("olm-e2e", "tls-s3cret");
+    let registry = Registry::start(
+        &ctx.name("tls"),
+        Some(Credentials {
+            user: user.into(),
+            password: password.into(),
+        }),
+    )
+    .unwrap();
+    let repository = format!("{}/index", ctx.namespace);
+    let catalog = example_catalog("0.1.0");
+    push_catalog(&registry, &repository, "1", &[("c.yaml", catalog.as_str())])
+        .await
+        .unwrap();
+    let secret = ctx.name("pull");
+    let auth = {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+    };
+    let s: k8s_openapi::api::core::v1::Secret =
+        serde_json::from_value(ctx.labelled(serde_json::json!({
+            "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
+            "metadata": {"name": secret, "namespace": olm_e2e::manager::OLM_NAMESPACE,
+                         "labels": {"olm-rs.io/catalog-credential": "true"}},
+            "stringData": {".dockerconfigjson": serde_json::json!(
+                {"auths": {registry.host.clone(): {"auth": auth}}}).to_string()}
+        })))
+        .unwrap();
+    Api::<k8s_openapi::api::core::v1::Secret>::namespaced(
+        ctx.client.clone(),
+        olm_e2e::manager::OLM_NAMESPACE,
+    )
+    .create(&Default::default(), &s)
+    .await
+    .unwrap();
+    let name = ctx.name("tls");
+    let api = create_catalog(
+        &ctx,
+        &name,
+        serde_json::json!({"type": "image", "image": {
+            "ref": format!("{}/{repository}:1", registry.host),
+            "pullSecret": secret,
+        }}),
+    )
+    .await
+    .unwrap();
+    let c = wait_reason(&api, &name, "UnpackFailed").await.unwrap();
+    let message = olm_e2e::catalogs::unpacked_message(&c);
+    assert!(message.contains("certificate"), "{message}");
+    assert!(!message.contains(password), "{message}");
+
+    api.patch(
+        &name,
+        &PatchParams::default(),
+        &Patch::Merge(
+            serde_json::json!({"spec": {"source": {"image": {"insecureSkipTLSVerify": true}}}}),
+        ),
+    )
+    .await
+    .unwrap();
+    wait_unpacked(&api, &name, None).await.unwrap();
+    registry.stop().unwrap();
+    ctx.cleanup().await.unwrap();
+}
+
+/// Stops a manager when dropped.
+struct StopOnDrop(olm_e2e::manager::Manager);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.stop();
+    }
+}

@@ -63,7 +63,7 @@ impl PullError {
     pub fn is_connect(&self) -> bool {
         match self {
             PullError::Request(e) | PullError::Oci(OciDistributionError::RequestError(e)) => {
-                e.is_connect()
+                e.is_connect() && !is_certificate_error(e)
             }
             _ => false,
         }
@@ -159,6 +159,27 @@ fn oci(e: OciDistributionError, offered: &Offered) -> (&'static str, String) {
         OciDistributionError::DigestError(e) => (reasons::CHECKSUM_MISMATCH, e.to_string()),
         other => (reasons::UNPACK_FAILED, other.to_string()),
     }
+}
+
+/// Whether the TLS handshake failed on the server's certificate: the server speaks TLS, so
+/// trying plain HTTP would only hide the real problem.
+fn is_certificate_error(e: &reqwest::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        let text = s.to_string();
+        if text.contains("certificate") || text.contains("Certificate") {
+            return true;
+        }
+        // io::Error hides its inner error from `source`; look through it.
+        source = match s
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
+            Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+            None => s.source(),
+        };
+    }
+    false
 }
 
 /// What a 401 means, given what was offered.
