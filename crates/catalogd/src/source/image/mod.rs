@@ -167,7 +167,7 @@ impl ImageSource {
         let failed = |e: PullError| e.into_source_error(&spec.r#ref, &offered);
         // Everything that talks to the registry, the digest check included, is bounded by the
         // pull's timeout; unpacking, which runs on a thread a timeout cannot cancel, stops at
-        // the same deadline.
+        // the pull's deadline.
         let timeout = self.options.pull_timeout;
         let deadline = Instant::now() + timeout;
         let timed_out = || PullError::TimedOut(timeout.as_secs());
@@ -202,6 +202,9 @@ impl ImageSource {
             self.pulls.acquire().await.map_err(|_| {
                 SourceError::new(reasons::UNPACK_FAILED, "catalogd is shutting down")
             })?;
+        // The pull's own deadline starts once it may run: waiting for other pulls is not its
+        // time.
+        let deadline = Instant::now() + timeout;
         let pulled =
             tokio::time::timeout_at(deadline.into(), self.pull(&access, &digest, deadline))
                 .await
