@@ -396,32 +396,38 @@ fn wait_ready(admin_url: &str, manager: &Manager) -> Result<()> {
 
 /// An operator-controller process: its admin (metrics, probes) URL.
 #[derive(Debug, Clone)]
-pub struct OperatorController {
+pub struct Running {
     /// The process.
     pub manager: Manager,
     /// Base URL of the admin server.
     pub admin_url: String,
-    /// The kubeconfig it runs with (the `operator-controller` ServiceAccount).
+    /// The kubeconfig it runs with (its ServiceAccount).
     pub kubeconfig: PathBuf,
+    binary: &'static str,
     name: String,
     args: Vec<String>,
     log_dir: PathBuf,
 }
 
-impl OperatorController {
+/// A running operator-controller.
+pub type OperatorController = Running;
+/// A running catalog-switcher.
+pub type CatalogSwitcher = Running;
+
+impl Running {
     /// Stops it and starts it again with the same flags, identity and admin port.
-    pub fn restart(&self) -> Result<OperatorController> {
+    pub fn restart(&self) -> Result<Running> {
         self.manager.stop()?;
         let log = restart_log(&self.log_dir, &self.name);
         let manager = launch(
-            "operator-controller",
+            self.binary,
             &self.args,
             &self.kubeconfig,
             &log,
             &self.manager.dir,
             &self.admin_url,
         )?;
-        Ok(OperatorController {
+        Ok(Running {
             manager,
             ..self.clone()
         })
@@ -469,10 +475,51 @@ pub fn start_operator_controller_with(
         &dir,
         &admin_url,
     )?;
-    Ok(OperatorController {
+    Ok(Running {
         manager,
         admin_url,
         kubeconfig,
+        binary: "operator-controller",
+        name: name.to_owned(),
+        args,
+        log_dir: base.join("logs"),
+    })
+}
+
+static CATALOG_SWITCHER: OnceLock<std::result::Result<CatalogSwitcher, String>> = OnceLock::new();
+
+/// The catalog-switcher of this test process, started on first use as the `catalog-switcher`
+/// ServiceAccount (with the RBAC of `config/rbac/catalog-switcher.yaml`).
+pub fn catalog_switcher() -> Result<&'static CatalogSwitcher> {
+    CATALOG_SWITCHER
+        .get_or_init(|| {
+            start_catalog_switcher_with("catalog-switcher", &[]).map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| Error::Cluster(e.clone()))
+}
+
+/// Starts a catalog-switcher of its own, named `name` in logs, with `extra_args`.
+pub fn start_catalog_switcher_with(name: &str, extra_args: &[String]) -> Result<CatalogSwitcher> {
+    let (base, dir, kubeconfig) = working_dir(name, "catalog-switcher.yaml", "catalog-switcher")?;
+    let admin_port = free_port()?;
+    let mut args = vec![format!("--admin-address=127.0.0.1:{admin_port}")];
+    args.extend(extra_args.iter().cloned());
+    let admin_url = format!("http://127.0.0.1:{admin_port}");
+    let log = base.join("logs").join(format!("{name}.log"));
+    let manager = launch(
+        "catalog-switcher",
+        &args,
+        &kubeconfig,
+        &log,
+        &dir,
+        &admin_url,
+    )?;
+    Ok(Running {
+        manager,
+        admin_url,
+        kubeconfig,
+        binary: "catalog-switcher",
         name: name.to_owned(),
         args,
         log_dir: base.join("logs"),

@@ -11,6 +11,17 @@ use std::time::Duration;
 
 use crate::{Error, Result};
 
+/// The plain registry of this test process, started on first use and shared by its tests
+/// (each uses repositories of its own).
+pub fn plain() -> Result<&'static Registry> {
+    static PLAIN: std::sync::OnceLock<std::result::Result<Registry, String>> =
+        std::sync::OnceLock::new();
+    PLAIN
+        .get_or_init(|| Registry::start("plain", None).map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(|e| Error::Cluster(e.clone()))
+}
+
 /// The registry binary (Debian's docker-registry package).
 pub const BINARY: &str = "docker-registry";
 

@@ -6,9 +6,13 @@
 //! * [`version`]: the API server's version as the version variables see it.
 //! * [`render`]: a template filled from the version and objects' fields, and what the
 //!   switcher makes of it, as pure functions.
+//! * [`lookup`]: reading the objects templates name, within the allowlist.
+//! * [`reconcile`]: one reconcile of a Catalog (server-side apply, only on change).
 //! * [`status`]: the reference and the status to write for an object, decided purely.
 
 pub mod allowlist;
+pub mod lookup;
+pub mod reconcile;
 pub mod render;
 pub mod status;
 pub mod template;

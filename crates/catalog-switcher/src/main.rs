@@ -1,11 +1,180 @@
 //! catalog-switcher: fills `olm.catalogImageTemplate` annotations into catalog image references.
 //!
-//! The controller arrives with a later issue; this binary exists so the workspace has its
-//! final shape.
+//! Wiring only: flags, tracing, client, metrics; the version poller; the Catalog controller
+//! until SIGTERM.
 
-fn main() {
-    println!(
-        "catalog-switcher {}: the image-template controller is not built yet",
-        env!("CARGO_PKG_VERSION")
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+use catalog_switcher::allowlist::{Allowed, Allowlist};
+use catalog_switcher::lookup::Objects;
+use catalog_switcher::reconcile::{self, Context};
+use catalog_switcher::version::KubeVersion;
+use clap::Parser;
+use futures::StreamExt;
+use kube::api::Api;
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::watcher;
+use olm_api::catalog::Catalog;
+use olm_runtime::metrics::{Metrics, ReconcileOutcome};
+use olm_runtime::{admin, shutdown, telemetry};
+use prometheus::{IntCounterVec, IntGaugeVec, Opts};
+use tokio::sync::watch;
+
+/// Name of the controller in metrics and logs.
+const CONTROLLER: &str = "catalog-image-template";
+/// Catalogs reconciled at once.
+const CONCURRENCY: u16 = 4;
+
+/// catalog-switcher: keeps Catalog image references in step with their templates.
+#[derive(Parser, Debug)]
+#[command(version, about, args_override_self = true)]
+struct Flags {
+    /// Address of the metrics and health endpoints.
+    #[arg(long, default_value = "0.0.0.0:8080")]
+    admin_address: SocketAddr,
+    /// How often to ask the API server for its version, in seconds.
+    #[arg(long, default_value_t = 300)]
+    version_poll_seconds: u64,
+    /// Resources object variables may read (comma-separated
+    /// `[GROUP/]VERSION/RESOURCE[@NAMESPACE]`); nothing else is read.
+    #[arg(long, value_delimiter = ',')]
+    allowed_resources: Vec<Allowed>,
+    /// Log format: plain or json.
+    #[arg(long, default_value = "plain")]
+    log_format: telemetry::LogFormat,
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let flags = Flags::parse();
+    telemetry::init_tracing(flags.log_format, "info,kube=warn")?;
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        ?flags,
+        "starting catalog-switcher"
     );
+    let client = olm_runtime::client::client()
+        .await
+        .context("connecting to the Kubernetes API")?;
+    let shutdown = shutdown::shutdown_on_signals();
+    let metrics = Arc::new(Metrics::new()?);
+    let readiness = admin::Readiness::new();
+    let catalogs_ready = readiness.register("catalog-watch");
+    let resolutions = IntCounterVec::new(
+        Opts::new(
+            "catalog_switcher_template_resolutions_total",
+            "Templates filled, by result (resolved, unresolved, not_allowed).",
+        ),
+        &["result"],
+    )?;
+    let version_info = IntGaugeVec::new(
+        Opts::new(
+            "catalog_switcher_server_version_info",
+            "The API server's version, as last polled (value 1).",
+        ),
+        &["git_version"],
+    )?;
+    metrics.registry.register(Box::new(resolutions.clone()))?;
+    metrics.registry.register(Box::new(version_info.clone()))?;
+
+    let (admin_listener, admin_addr) = admin::bind_admin(flags.admin_address).await?;
+    tracing::info!(address = %admin_addr, "admin server listening");
+    let admin = tokio::spawn(admin::serve_admin_on(
+        admin_listener,
+        metrics.clone(),
+        readiness.clone(),
+        shutdown.clone(),
+    ));
+
+    // The version first, so that the first reconciles have it.
+    let (version_tx, version_rx) = watch::channel(poll_version(&client).await);
+    set_version_info(&version_info, version_rx.borrow().as_ref());
+    let (changed_tx, changed_rx) = futures::channel::mpsc::unbounded::<()>();
+    let poller = {
+        let (client, shutdown) = (client.clone(), shutdown.clone());
+        let interval = Duration::from_secs(flags.version_poll_seconds.max(1));
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    () = tokio::time::sleep(interval) => {}
+                }
+                let polled = poll_version(&client).await;
+                if polled.is_some() && *version_tx.borrow() != polled {
+                    tracing::info!(version = ?polled, "the API server's version changed");
+                    set_version_info(&version_info, polled.as_ref());
+                    version_tx.send_replace(polled);
+                    // Every annotated Catalog depends on the version.
+                    let _ = changed_tx.unbounded_send(());
+                }
+            }
+        })
+    };
+
+    let ctx = Arc::new(Context {
+        client: client.clone(),
+        objects: Objects::new(client.clone(), Allowlist(flags.allowed_resources.clone())),
+        version: version_rx,
+        resolutions,
+    });
+    metrics.register_controller(CONTROLLER, usize::from(CONCURRENCY));
+    let catalogs: Api<Catalog> = Api::all(client.clone());
+    catalogs_ready.set_ready(true);
+    let controller_metrics = metrics.clone();
+    Controller::new(catalogs, watcher::Config::default().any_semantic())
+        .with_config(kube::runtime::controller::Config::default().concurrency(CONCURRENCY))
+        .reconcile_all_on(changed_rx)
+        .graceful_shutdown_on(shutdown.clone().cancelled_owned())
+        .run(
+            move |catalog, ctx| {
+                let timer = controller_metrics.reconcile_timer(CONTROLLER);
+                async move {
+                    let result = reconcile::reconcile(catalog, ctx).await;
+                    timer.finish(match &result {
+                        Ok(_) => ReconcileOutcome::Success,
+                        Err(_) => ReconcileOutcome::Error,
+                    });
+                    result
+                }
+            },
+            |_, error, _| {
+                tracing::warn!(%error, "reconcile failed; retrying in 10 s");
+                Action::requeue(Duration::from_secs(10))
+            },
+            ctx,
+        )
+        .for_each(|_| async {})
+        .await;
+    shutdown.cancel();
+    let _ = poller.await;
+    let _ = admin.await;
+    tracing::info!("catalog-switcher stopped");
+    Ok(())
+}
+
+/// The API server's version, or `None` (logged) when it cannot be read.
+async fn poll_version(client: &kube::Client) -> Option<KubeVersion> {
+    match client.apiserver_version().await {
+        Ok(info) => {
+            let version = KubeVersion::from_info(&info);
+            if version.is_none() {
+                tracing::warn!(git_version = %info.git_version, "the API server's version has no usable numbers");
+            }
+            version
+        }
+        Err(error) => {
+            tracing::warn!(%error, "could not read the API server's version; keeping the last one");
+            None
+        }
+    }
+}
+
+fn set_version_info(gauge: &IntGaugeVec, version: Option<&KubeVersion>) {
+    gauge.reset();
+    if let Some(v) = version {
+        gauge.with_label_values(&[v.git_version.as_str()]).set(1);
+    }
 }

@@ -27,8 +27,7 @@ use serde_json::json;
 const CATALOGD_AGENT: &str = "olm-rs-catalogd";
 
 fn plain() -> &'static Registry {
-    static REGISTRY: OnceLock<Registry> = OnceLock::new();
-    REGISTRY.get_or_init(|| Registry::start("plain", None).unwrap())
+    olm_e2e::registry::plain().unwrap()
 }
 
 const USER: &str = "olm-e2e";

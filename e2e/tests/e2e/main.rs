@@ -7,5 +7,6 @@ mod garbage_collection;
 mod images;
 mod operators;
 mod samples;
+mod switcher;
 mod validation;
 mod version;

@@ -1,0 +1,260 @@
+//! One reconcile of a Catalog: fill its template (if it has one), then write the image
+//! reference and the switcher's status with server-side apply (field manager
+//! `catalog-switcher`), each only when it differs, so a restart rewrites nothing.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use olm_api::catalog::{Catalog, IMAGE_TEMPLATE_ANNOTATION, ImageTemplateStatus, SourceType};
+use olm_api::conditions::set_condition;
+use prometheus::IntCounterVec;
+use serde_json::json;
+use tokio::sync::watch;
+
+use crate::lookup::Objects;
+use crate::render::{self, Lookup, Outcome, UNABLE_TO_RESOLVE};
+use crate::status::{self, RESOLVED_IMAGE, SwitcherStatus, TEMPLATES_HAVE_RESOLVED};
+use crate::template::{self, Part, Target};
+use crate::version::KubeVersion;
+
+/// The switcher's field manager.
+pub const FIELD_MANAGER: &str = "catalog-switcher";
+
+/// What reconciles share.
+pub struct Context {
+    /// API client.
+    pub client: kube::Client,
+    /// Reads templates' objects.
+    pub objects: Objects,
+    /// The API server's version, as last polled.
+    pub version: watch::Receiver<Option<KubeVersion>>,
+    /// `catalog_switcher_template_resolutions_total{result}`.
+    pub resolutions: IntCounterVec,
+}
+
+/// A reconcile's failure: an API call.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Writing the Catalog failed.
+    #[error("writing Catalog {name}: {source}")]
+    Write {
+        /// The Catalog.
+        name: String,
+        /// Why.
+        source: kube::Error,
+    },
+}
+
+/// The outcome of `catalog`'s template, if it has one.
+pub async fn outcome(catalog: &Catalog, ctx: &Context) -> Option<Outcome> {
+    let text = catalog.annotations().get(IMAGE_TEMPLATE_ANNOTATION)?;
+    let version = ctx.version.borrow().clone();
+    if catalog.spec.source.type_ != SourceType::Image {
+        return Some(Outcome::Unresolved {
+            reason: UNABLE_TO_RESOLVE,
+            message: format!(
+                "spec.source.type is {}; the catalog-switcher writes image references only, so a template needs an image source",
+                catalog.spec.source.type_.as_str()
+            ),
+            partial: text.clone(),
+        });
+    }
+    let template = match template::parse(text) {
+        Ok(t) => t,
+        Err(_) => {
+            return Some(render::resolve(text, version.as_ref(), &mut |_| {
+                unreachable_lookup()
+            }));
+        }
+    };
+    // Read each object once, then fill synchronously.
+    let itself = serde_json::to_value(catalog).unwrap_or_default();
+    let mut found: HashMap<Target, Lookup> = HashMap::new();
+    for part in &template.parts {
+        if let Part::Object(var) = part
+            && !found.contains_key(&var.target)
+        {
+            let looked = ctx.objects.lookup(&var.target, &itself).await;
+            found.insert(var.target.clone(), looked);
+        }
+    }
+    Some(render::fill(&template, version.as_ref(), &mut |t| {
+        found
+            .get(t)
+            .cloned()
+            .unwrap_or_else(|| Lookup::Missing("not read".into()))
+    }))
+}
+
+/// A template that does not parse reads nothing.
+fn unreachable_lookup() -> Lookup {
+    Lookup::Missing("the template does not parse".into())
+}
+
+/// Reconciles one Catalog.
+pub async fn reconcile(catalog: Arc<Catalog>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let name = catalog.name_any();
+    let outcome = outcome(&catalog, &ctx).await;
+    if let Some(o) = &outcome {
+        let result = match o {
+            Outcome::Resolved(_) => "resolved",
+            Outcome::Unresolved { reason, .. } if *reason == render::NOT_ALLOWED => "not_allowed",
+            Outcome::Unresolved { .. } => "unresolved",
+        };
+        ctx.resolutions.with_label_values(&[result]).inc();
+    }
+    let current = catalog.spec.source.image.as_ref().map(|i| i.r#ref.as_str());
+    let template = catalog.annotations().get(IMAGE_TEMPLATE_ANNOTATION);
+    let now = Time(k8s_openapi::jiff::Timestamp::now());
+    let decision = status::decide(
+        template.map(String::as_str),
+        outcome.as_ref(),
+        current,
+        catalog.metadata.generation,
+        now,
+    );
+    let api: Api<Catalog> = Api::all(ctx.client.clone());
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    let failed = |source| Error::Write {
+        name: name.clone(),
+        source,
+    };
+    if let Some(image) = &decision.write_ref {
+        let patch = json!({
+            "apiVersion": "catalogd.operatorframework.io/v1alpha1",
+            "kind": "Catalog",
+            "metadata": {"name": name},
+            "spec": {"source": {"type": "image", "image": {"ref": image}}},
+        });
+        api.patch(&name, &params, &Patch::Apply(&patch))
+            .await
+            .map_err(failed)?;
+        tracing::info!(catalog = %name, %image, from = current.unwrap_or(""), "wrote the image reference its template resolved to");
+    }
+    let existing = catalog.status.clone().unwrap_or_default();
+    let desired = merged(&existing.conditions, decision.status.as_ref());
+    let ours = |conditions: &[Condition]| -> Vec<Condition> {
+        conditions
+            .iter()
+            .filter(|c| c.type_ == TEMPLATES_HAVE_RESOLVED || c.type_ == RESOLVED_IMAGE)
+            .cloned()
+            .collect()
+    };
+    let desired_template = decision.status.as_ref().map(|s| s.image_template.clone());
+    if ours(&existing.conditions) != desired || existing.image_template != desired_template {
+        let patch = json!({
+            "apiVersion": "catalogd.operatorframework.io/v1alpha1",
+            "kind": "Catalog",
+            "metadata": {"name": name},
+            "status": status_patch(&desired, desired_template.as_ref()),
+        });
+        api.patch_status(&name, &params, &Patch::Apply(&patch))
+            .await
+            .map_err(failed)?;
+    }
+    Ok(Action::await_change())
+}
+
+/// The switcher's conditions as they should be: the existing ones updated (their transition
+/// times kept when their status does not change), or none.
+fn merged(existing: &[Condition], desired: Option<&SwitcherStatus>) -> Vec<Condition> {
+    let Some(desired) = desired else {
+        return Vec::new();
+    };
+    let mut conditions: Vec<Condition> = existing
+        .iter()
+        .filter(|c| c.type_ == TEMPLATES_HAVE_RESOLVED || c.type_ == RESOLVED_IMAGE)
+        .cloned()
+        .collect();
+    for c in &desired.conditions {
+        set_condition(&mut conditions, c.clone());
+    }
+    conditions.sort_by(|a, b| a.type_.cmp(&b.type_).reverse());
+    conditions
+}
+
+/// The status the switcher applies: only its own fields (an applied object without them
+/// removes the ones it owned).
+fn status_patch(
+    conditions: &[Condition],
+    image_template: Option<&ImageTemplateStatus>,
+) -> serde_json::Value {
+    let mut status = serde_json::Map::new();
+    if !conditions.is_empty() {
+        status.insert("conditions".into(), json!(conditions));
+    }
+    if let Some(t) = image_template {
+        status.insert("imageTemplate".into(), json!(t));
+    }
+    serde_json::Value::Object(status)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cond(type_: &str, status: bool, message: &str, at: i64) -> Condition {
+        olm_api::conditions::condition(
+            type_,
+            status,
+            "R",
+            message,
+            Some(1),
+            Time(k8s_openapi::jiff::Timestamp::from_second(at).unwrap()),
+        )
+    }
+
+    #[test]
+    fn transition_times_are_kept_while_the_status_does_not_change() {
+        let existing = vec![
+            cond("Unpacked", true, "catalogd's", 1),
+            cond(TEMPLATES_HAVE_RESOLVED, true, "old", 5),
+            cond(RESOLVED_IMAGE, true, "r/c:1", 5),
+        ];
+        let desired = SwitcherStatus {
+            conditions: vec![
+                cond(TEMPLATES_HAVE_RESOLVED, true, "old", 9),
+                cond(RESOLVED_IMAGE, true, "r/c:2", 9),
+            ],
+            image_template: ImageTemplateStatus::default(),
+        };
+        let merged = merged(&existing, Some(&desired));
+        assert_eq!(
+            merged.len(),
+            2,
+            "catalogd's conditions are not the switcher's"
+        );
+        assert!(
+            merged
+                .iter()
+                .all(|c| c.last_transition_time.0.as_second() == 5)
+        );
+        assert_eq!(
+            merged
+                .iter()
+                .find(|c| c.type_ == RESOLVED_IMAGE)
+                .unwrap()
+                .message,
+            "r/c:2"
+        );
+        assert!(super::merged(&existing, None).is_empty());
+    }
+
+    #[test]
+    fn the_status_patch_holds_only_the_switchers_fields() {
+        assert_eq!(status_patch(&[], None), json!({}));
+        let patch = status_patch(
+            &[cond(RESOLVED_IMAGE, true, "r/c:2", 1)],
+            Some(&ImageTemplateStatus {
+                template: Some("t".into()),
+                ..Default::default()
+            }),
+        );
+        assert_eq!(patch["imageTemplate"], json!({"template": "t"}));
+        assert_eq!(patch["conditions"][0]["type"], RESOLVED_IMAGE);
+    }
+}

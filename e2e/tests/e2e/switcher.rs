@@ -1,0 +1,175 @@
+//! The catalog-switcher against a real control plane and registry, with catalogd, as local
+//! processes under their own ServiceAccounts.
+
+use std::time::Duration;
+
+use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams};
+use olm_api::catalog::Catalog;
+use olm_api::conditions::find_condition;
+use olm_e2e::catalogs::{create_catalog, example_catalog, status, wait_unpacked};
+use olm_e2e::context::TestContext;
+use olm_e2e::images::push_catalog;
+use olm_e2e::manager::{catalogd, start_catalog_switcher_with};
+use olm_e2e::wait::wait_for;
+use serde_json::json;
+
+const ANNOTATION: &str = "olm.catalogImageTemplate";
+
+fn condition(c: Option<&Catalog>, type_: &str) -> Option<(String, String, String)> {
+    find_condition(&status(c).conditions, type_)
+        .map(|x| (x.status.clone(), x.reason.clone(), x.message.clone()))
+}
+
+async fn set_annotation(api: &Api<Catalog>, name: &str, value: serde_json::Value) {
+    api.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"annotations": {ANNOTATION: value}}})),
+    )
+    .await
+    .unwrap();
+}
+
+/// A kube-version template resolves to the test API server's real version; the switcher
+/// writes the reference and catalogd unpacks that image. A bad template leaves the reference
+/// alone with the column of the mistake; removing the annotation clears the switcher's status
+/// and keeps the reference; a restarted switcher rewrites nothing.
+#[tokio::test]
+async fn a_kube_version_template_switches_the_catalog_image() {
+    let ctx = TestContext::new("sw-version").await.unwrap();
+    catalogd().unwrap();
+    // A switcher of its own, since this test restarts it (it shares the Catalogs' field
+    // manager with any other switcher, and writes only on change).
+    let switcher = start_catalog_switcher_with(&ctx.name("switcher"), &[]).unwrap();
+    let registry = olm_e2e::registry::plain().unwrap();
+    let info = ctx.client.apiserver_version().await.unwrap();
+    let minor = info.minor.trim_end_matches('+').to_owned();
+    let repository = format!("{}/catalog", ctx.namespace);
+    let tag = format!("v{}.{minor}", info.major);
+    push_catalog(
+        registry,
+        &repository,
+        &tag,
+        &[("c.yaml", example_catalog("0.1.0").as_str())],
+    )
+    .await
+    .unwrap();
+
+    let name = ctx.name("switched");
+    let placeholder = format!("{}/{repository}:placeholder", registry.host);
+    let api = create_catalog(
+        &ctx,
+        &name,
+        json!({"type": "image", "image": {"ref": placeholder}}),
+    )
+    .await
+    .unwrap();
+    let template = format!(
+        "{}/{repository}:v{{kube_major_version}}.{{kube_minor_version}}",
+        registry.host
+    );
+    set_annotation(&api, &name, json!(template)).await;
+    let expected = format!("{}/{repository}:{tag}", registry.host);
+    let want = expected.clone();
+    let c = wait_for(
+        &api,
+        &name,
+        "the reference switched",
+        Duration::from_secs(60),
+        move |c| {
+            c.and_then(|c| c.spec.source.image.as_ref())
+                .is_some_and(|i| i.r#ref == want)
+        },
+    )
+    .await
+    .unwrap();
+    let c = wait_unpacked(&api, &c.name_any(), None).await.unwrap();
+    assert_eq!(
+        condition(Some(&c), "TemplatesHaveResolved"),
+        Some((
+            "True".into(),
+            "AllTemplatesResolved".into(),
+            "catalog image reference was successfully resolved".into()
+        ))
+    );
+    assert_eq!(
+        condition(Some(&c), "ResolvedImage").map(|x| x.2),
+        Some(expected.clone())
+    );
+    let it = status(Some(&c)).image_template.unwrap();
+    assert_eq!(it.template.as_deref(), Some(template.as_str()));
+    assert_eq!(it.resolved_image.as_deref(), Some(expected.as_str()));
+    // catalogd's conditions and the switcher's live side by side.
+    assert!(condition(Some(&c), "Unpacked").is_some());
+
+    // A restarted switcher rewrites nothing.
+    let before = api.get(&name).await.unwrap().resource_version();
+    let switcher = switcher.restart().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let total = olm_e2e::catalogs::metric(
+            &switcher.admin_url,
+            "controller_runtime_reconcile_total",
+            &["result=\"success\""],
+        )
+        .await
+        .unwrap_or(0.0);
+        if total >= 1.0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the switcher did not reconcile"
+        );
+        // Polling a metric, bounded by the deadline above.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(api.get(&name).await.unwrap().resource_version(), before);
+
+    // A bad template: the reference stays, the condition names the column.
+    set_annotation(
+        &api,
+        &name,
+        json!(format!("{}/x:{{kube_minor}}", registry.host)),
+    )
+    .await;
+    let c = wait_for(
+        &api,
+        &name,
+        "UnableToResolve",
+        Duration::from_secs(60),
+        |c| condition(c, "TemplatesHaveResolved").is_some_and(|x| x.1 == "UnableToResolve"),
+    )
+    .await
+    .unwrap();
+    let message = condition(Some(&c), "TemplatesHaveResolved").unwrap().2;
+    assert!(
+        message.contains("column") && message.contains("unknown variable \"kube_minor\""),
+        "{message}"
+    );
+    assert_eq!(c.spec.source.image.as_ref().unwrap().r#ref, expected);
+
+    // No annotation: the switcher's status goes, the reference stays.
+    set_annotation(&api, &name, serde_json::Value::Null).await;
+    let c = wait_for(
+        &api,
+        &name,
+        "the switcher's status cleared",
+        Duration::from_secs(60),
+        |c| {
+            condition(c, "TemplatesHaveResolved").is_none()
+                && condition(c, "ResolvedImage").is_none()
+                && status(c).image_template.is_none()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(c.spec.source.image.as_ref().unwrap().r#ref, expected);
+    assert!(
+        condition(Some(&c), "Unpacked").is_some(),
+        "catalogd's conditions stay"
+    );
+    ctx.cleanup().await.unwrap();
+    switcher.manager.stop().unwrap();
+}
