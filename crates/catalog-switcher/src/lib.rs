@@ -4,6 +4,7 @@
 //! * [`allowlist`]: which resources object variables may read.
 //! * [`template`]: the template language, parsed with errors that name the column.
 //! * [`version`]: the API server's version as the version variables see it.
+//! * [`watches`]: watches of the objects templates read, started and stopped as they change.
 //! * [`render`]: a template filled from the version and objects' fields, and what the
 //!   switcher makes of it, as pure functions.
 //! * [`lookup`]: reading the objects templates name, within the allowlist.
@@ -17,3 +18,4 @@ pub mod render;
 pub mod status;
 pub mod template;
 pub mod version;
+pub mod watches;

@@ -65,6 +65,25 @@ impl Objects {
         Ok((resource, caps.scope == Scope::Namespaced))
     }
 
+    /// The key of the watch that follows `object`, when its kind is served and the allowlist
+    /// lets the switcher read it (a not-allowed object is never watched).
+    pub async fn watch_key(&self, object: &ObjectRef) -> Option<crate::watches::WatchKey> {
+        let (resource, namespaced) = self.resource(object).await.ok()?;
+        let namespace = if namespaced {
+            Some(object.namespace.as_deref()?)
+        } else {
+            None
+        };
+        self.allowlist
+            .allows(
+                &resource.group,
+                &resource.version,
+                &resource.plural,
+                namespace,
+            )
+            .then(|| crate::watches::WatchKey::new(&resource, namespace, &object.name))
+    }
+
     /// Looks `target` up; `itself` is the annotated object, as JSON.
     pub async fn lookup(&self, target: &Target, itself: &serde_json::Value) -> Lookup {
         let object = match target {

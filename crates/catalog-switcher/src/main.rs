@@ -12,11 +12,13 @@ use catalog_switcher::allowlist::{Allowed, Allowlist};
 use catalog_switcher::lookup::Objects;
 use catalog_switcher::reconcile::{self, Context};
 use catalog_switcher::version::KubeVersion;
+use catalog_switcher::watches::Watches;
 use clap::Parser;
 use futures::StreamExt;
+use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, reflector, watcher};
 use olm_api::catalog::Catalog;
 use olm_runtime::metrics::{Metrics, ReconcileOutcome};
 use olm_runtime::{admin, shutdown, telemetry};
@@ -77,8 +79,13 @@ async fn main() -> Result<()> {
         ),
         &["git_version"],
     )?;
+    let watched = prometheus::IntGauge::new(
+        "catalog_switcher_watched_objects",
+        "Objects watched because a template reads them.",
+    )?;
     metrics.registry.register(Box::new(resolutions.clone()))?;
     metrics.registry.register(Box::new(version_info.clone()))?;
+    metrics.registry.register(Box::new(watched.clone()))?;
 
     let (admin_listener, admin_addr) = admin::bind_admin(flags.admin_address).await?;
     tracing::info!(address = %admin_addr, "admin server listening");
@@ -93,14 +100,18 @@ async fn main() -> Result<()> {
     let (version_tx, version_rx) = watch::channel(poll_version(&client).await);
     set_version_info(&version_info, version_rx.borrow().as_ref());
     let (changed_tx, changed_rx) = futures::channel::mpsc::unbounded::<()>();
+    // The Catalog watch restarting (after an error, or a long disconnection) may mean the
+    // cluster was upgraded meanwhile: poll at once then too.
+    let poll_now = Arc::new(tokio::sync::Notify::new());
     let poller = {
-        let (client, shutdown) = (client.clone(), shutdown.clone());
+        let (client, shutdown, poll_now) = (client.clone(), shutdown.clone(), poll_now.clone());
         let interval = Duration::from_secs(flags.version_poll_seconds.max(1));
         tokio::spawn(async move {
             loop {
                 tokio::select! {
                     () = shutdown.cancelled() => return,
                     () = tokio::time::sleep(interval) => {}
+                    () = poll_now.notified() => {}
                 }
                 let polled = poll_version(&client).await;
                 if polled.is_some() && *version_tx.borrow() != polled {
@@ -114,19 +125,40 @@ async fn main() -> Result<()> {
         })
     };
 
+    let (requeue_tx, requeue_rx) = futures::channel::mpsc::unbounded();
+    let watches = Watches::new(client.clone(), requeue_tx, watched);
     let ctx = Arc::new(Context {
         client: client.clone(),
         objects: Objects::new(client.clone(), Allowlist(flags.allowed_resources.clone())),
         version: version_rx,
         resolutions,
+        watches: watches.clone(),
     });
     metrics.register_controller(CONTROLLER, usize::from(CONCURRENCY));
-    let catalogs: Api<Catalog> = Api::all(client.clone());
-    catalogs_ready.set_ready(true);
+    let (reader, writer) = reflector::store();
+    let catalogs = watcher(
+        Api::<Catalog>::all(client.clone()),
+        watcher::Config::default().any_semantic(),
+    )
+    .default_backoff()
+    .inspect(move |event| match event {
+        Ok(watcher::Event::Init) => poll_now.notify_one(),
+        Ok(watcher::Event::InitDone | watcher::Event::Apply(_)) => catalogs_ready.set_ready(true),
+        // A deleted Catalog reads nothing any more.
+        Ok(watcher::Event::Delete(c)) => watches.set(&c.name_any(), Default::default()),
+        Ok(watcher::Event::InitApply(_)) => {}
+        Err(error) => {
+            tracing::warn!(%error, "the Catalog watch failed; not ready until it recovers");
+            catalogs_ready.set_ready(false);
+        }
+    })
+    .reflect(writer)
+    .applied_objects();
     let controller_metrics = metrics.clone();
-    Controller::new(catalogs, watcher::Config::default().any_semantic())
+    Controller::for_stream(catalogs, reader)
         .with_config(kube::runtime::controller::Config::default().concurrency(CONCURRENCY))
         .reconcile_all_on(changed_rx)
+        .reconcile_on(requeue_rx)
         .graceful_shutdown_on(shutdown.clone().cancelled_owned())
         .run(
             move |catalog, ctx| {

@@ -2,7 +2,7 @@
 //! reference and the switcher's status with server-side apply (field manager
 //! `catalog-switcher`), each only when it differs, so a restart rewrites nothing.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
@@ -20,6 +20,7 @@ use crate::render::{self, Lookup, Outcome, UNABLE_TO_RESOLVE};
 use crate::status::{self, RESOLVED_IMAGE, SwitcherStatus, TEMPLATES_HAVE_RESOLVED};
 use crate::template::{self, Part, Target};
 use crate::version::KubeVersion;
+use crate::watches::{WatchKey, Watches};
 
 /// The switcher's field manager.
 pub const FIELD_MANAGER: &str = "catalog-switcher";
@@ -34,6 +35,8 @@ pub struct Context {
     pub version: watch::Receiver<Option<KubeVersion>>,
     /// `catalog_switcher_template_resolutions_total{result}`.
     pub resolutions: IntCounterVec,
+    /// Watches of the objects templates read.
+    pub watches: Arc<Watches>,
 }
 
 /// A reconcile's failure: an API call.
@@ -49,26 +52,29 @@ pub enum Error {
     },
 }
 
-/// The outcome of `catalog`'s template, if it has one.
-pub async fn outcome(catalog: &Catalog, ctx: &Context) -> Option<Outcome> {
-    let text = catalog.annotations().get(IMAGE_TEMPLATE_ANNOTATION)?;
+/// The outcome of `catalog`'s template, if it has one, and the objects it reads (to watch).
+pub async fn outcome(catalog: &Catalog, ctx: &Context) -> (Option<Outcome>, BTreeSet<WatchKey>) {
+    let mut keys = BTreeSet::new();
+    let Some(text) = catalog.annotations().get(IMAGE_TEMPLATE_ANNOTATION) else {
+        return (None, keys);
+    };
     let version = ctx.version.borrow().clone();
     if catalog.spec.source.type_ != SourceType::Image {
-        return Some(Outcome::Unresolved {
+        let outcome = Outcome::Unresolved {
             reason: UNABLE_TO_RESOLVE,
             message: format!(
                 "spec.source.type is {}; the catalog-switcher writes image references only, so a template needs an image source",
                 catalog.spec.source.type_.as_str()
             ),
             partial: text.clone(),
-        });
+        };
+        return (Some(outcome), keys);
     }
     let template = match template::parse(text) {
         Ok(t) => t,
         Err(_) => {
-            return Some(render::resolve(text, version.as_ref(), &mut |_| {
-                unreachable_lookup()
-            }));
+            let outcome = render::resolve(text, version.as_ref(), &mut |_| unreachable_lookup());
+            return (Some(outcome), keys);
         }
     };
     // Read each object once, then fill synchronously.
@@ -80,14 +86,21 @@ pub async fn outcome(catalog: &Catalog, ctx: &Context) -> Option<Outcome> {
         {
             let looked = ctx.objects.lookup(&var.target, &itself).await;
             found.insert(var.target.clone(), looked);
+            // Watched even when missing: its creation must re-resolve the template.
+            if let Target::Other(object) = &var.target
+                && let Some(key) = ctx.objects.watch_key(object).await
+            {
+                keys.insert(key);
+            }
         }
     }
-    Some(render::fill(&template, version.as_ref(), &mut |t| {
+    let outcome = render::fill(&template, version.as_ref(), &mut |t| {
         found
             .get(t)
             .cloned()
             .unwrap_or_else(|| Lookup::Missing("not read".into()))
-    }))
+    });
+    (Some(outcome), keys)
 }
 
 /// A template that does not parse reads nothing.
@@ -98,7 +111,8 @@ fn unreachable_lookup() -> Lookup {
 /// Reconciles one Catalog.
 pub async fn reconcile(catalog: Arc<Catalog>, ctx: Arc<Context>) -> Result<Action, Error> {
     let name = catalog.name_any();
-    let outcome = outcome(&catalog, &ctx).await;
+    let (outcome, keys) = outcome(&catalog, &ctx).await;
+    ctx.watches.set(&name, keys);
     if let Some(o) = &outcome {
         let result = match o {
             Outcome::Resolved(_) => "resolved",

@@ -173,3 +173,165 @@ async fn a_kube_version_template_switches_the_catalog_image() {
     ctx.cleanup().await.unwrap();
     switcher.manager.stop().unwrap();
 }
+
+/// An object template reading a ConfigMap field: changing the ConfigMap switches the Catalog
+/// within seconds (a watch, not a poll) and catalogd unpacks the new image. A value that is not
+/// an image reference, a deleted ConfigMap and a resource off the allowlist each leave the
+/// reference alone with a clear condition.
+#[tokio::test]
+async fn an_object_template_follows_a_configmap() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+    use kube::api::DeleteParams;
+
+    let ctx = TestContext::new("sw-object").await.unwrap();
+    catalogd().unwrap();
+    let ns = ctx.namespace.clone();
+    // The allowlist names this namespace's ConfigMaps, and a Role grants exactly that read,
+    // as docs/catalog-switcher.md tells an admin to do.
+    let role: Role = serde_json::from_value(json!({
+        "metadata": {"name": "catalog-switcher-read", "namespace": ns},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}]
+    }))
+    .unwrap();
+    Api::<Role>::namespaced(ctx.client.clone(), &ns)
+        .create(&Default::default(), &role)
+        .await
+        .unwrap();
+    let binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "catalog-switcher-read", "namespace": ns},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "catalog-switcher-read"},
+        "subjects": [{"kind": "ServiceAccount", "name": "catalog-switcher", "namespace": "olm-system"}]
+    }))
+    .unwrap();
+    Api::<RoleBinding>::namespaced(ctx.client.clone(), &ns)
+        .create(&Default::default(), &binding)
+        .await
+        .unwrap();
+    let switcher = start_catalog_switcher_with(
+        &ctx.name("switcher"),
+        &[format!("--allowed-resources=v1/configmaps@{ns}")],
+    )
+    .unwrap();
+
+    let registry = olm_e2e::registry::plain().unwrap();
+    let repository = format!("{ns}/catalog");
+    for (tag, version) in [("a", "0.1.0"), ("b", "0.2.0")] {
+        push_catalog(
+            registry,
+            &repository,
+            tag,
+            &[("c.yaml", example_catalog(version).as_str())],
+        )
+        .await
+        .unwrap();
+    }
+    let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ns);
+    let put_tag = |tag: &'static str| {
+        let cms = cms.clone();
+        async move {
+            let cm: ConfigMap =
+                serde_json::from_value(json!({"metadata": {"name": "tags"}, "data": {"tag": tag}}))
+                    .unwrap();
+            cms.patch(
+                "tags",
+                &PatchParams::apply("e2e").force(),
+                &Patch::Apply(&cm),
+            )
+            .await
+            .unwrap();
+        }
+    };
+    put_tag("a").await;
+
+    let name = ctx.name("follows");
+    let api = create_catalog(
+        &ctx,
+        &name,
+        json!({"type": "image", "image": {"ref": format!("{}/{repository}:placeholder", registry.host)}}),
+    )
+    .await
+    .unwrap();
+    let template = format!(
+        "{}/{repository}:{{version:v1,kind:ConfigMap,name:tags,namespace:{ns},jsonpath:data.tag}}",
+        registry.host
+    );
+    set_annotation(&api, &name, json!(template)).await;
+    let reference = |tag: &str| format!("{}/{repository}:{tag}", registry.host);
+    let wait_ref = |want: String| {
+        let api = api.clone();
+        let name = name.clone();
+        async move {
+            wait_for(
+                &api,
+                &name,
+                "the reference",
+                Duration::from_secs(30),
+                move |c| {
+                    c.and_then(|c| c.spec.source.image.as_ref())
+                        .is_some_and(|i| i.r#ref == want)
+                },
+            )
+            .await
+            .unwrap()
+        }
+    };
+    wait_ref(reference("a")).await;
+    let first = wait_unpacked(&api, &name, None).await.unwrap();
+    assert!(
+        olm_e2e::catalogs::metric(&switcher.admin_url, "catalog_switcher_watched_objects", &[])
+            .await
+            .unwrap()
+            >= 1.0
+    );
+
+    put_tag("b").await;
+    wait_ref(reference("b")).await;
+    wait_unpacked(&api, &name, status(Some(&first)).content_hash.as_deref())
+        .await
+        .unwrap();
+
+    let unresolved = |why: &'static str| {
+        let api = api.clone();
+        let name = name.clone();
+        async move {
+            let c = wait_for(&api, &name, why, Duration::from_secs(30), move |c| {
+                condition(c, "TemplatesHaveResolved")
+                    .is_some_and(|x| x.0 == "False" && x.2.contains(why))
+            })
+            .await
+            .unwrap();
+            c
+        }
+    };
+    put_tag("not an image!").await;
+    let c = unresolved("is not an image reference").await;
+    assert_eq!(c.spec.source.image.as_ref().unwrap().r#ref, reference("b"));
+
+    cms.delete("tags", &DeleteParams::default()).await.unwrap();
+    let c = unresolved("not found").await;
+    assert_eq!(c.spec.source.image.as_ref().unwrap().r#ref, reference("b"));
+
+    set_annotation(
+        &api,
+        &name,
+        json!(format!(
+            "{}/{repository}:{{version:v1,kind:Secret,name:s,namespace:{ns},jsonpath:data.tag}}",
+            registry.host
+        )),
+    )
+    .await;
+    let c = wait_for(&api, &name, "NotAllowed", Duration::from_secs(30), |c| {
+        condition(c, "TemplatesHaveResolved").is_some_and(|x| x.1 == "NotAllowed")
+    })
+    .await
+    .unwrap();
+    let message = condition(Some(&c), "TemplatesHaveResolved").unwrap().2;
+    assert!(
+        message.contains(&format!("v1/configmaps@{ns}")),
+        "{message}"
+    );
+    assert_eq!(c.spec.source.image.as_ref().unwrap().r#ref, reference("b"));
+    ctx.cleanup().await.unwrap();
+    switcher.manager.stop().unwrap();
+}

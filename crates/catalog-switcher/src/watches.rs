@@ -1,0 +1,249 @@
+//! Watches of the objects templates read, started and stopped as templates change, so that a
+//! change to one re-resolves exactly the Catalogs that depend on it, within seconds.
+//!
+//! [`Dependencies`] is the bookkeeping (pure, tested alone): which Catalog reads which object,
+//! and which watches that makes necessary. [`Watches`] runs one watch per object, through the
+//! dynamic API with a field selector on the name, and re-queues the dependents of an object
+//! when it changes, appears or goes.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures::StreamExt;
+use kube::api::{Api, ApiResource, DynamicObject};
+use kube::core::GroupVersionKind;
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use olm_api::catalog::Catalog;
+use prometheus::IntGauge;
+use tokio::task::JoinHandle;
+
+/// An object a watch follows.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WatchKey {
+    /// API group ("" for core).
+    pub group: String,
+    /// API version.
+    pub version: String,
+    /// Kind.
+    pub kind: String,
+    /// Resource (plural).
+    pub plural: String,
+    /// Namespace, for namespaced kinds.
+    pub namespace: Option<String>,
+    /// Name.
+    pub name: String,
+}
+
+impl WatchKey {
+    /// The key of `name` (in `namespace`) of `resource`.
+    pub fn new(resource: &ApiResource, namespace: Option<&str>, name: &str) -> Self {
+        Self {
+            group: resource.group.clone(),
+            version: resource.version.clone(),
+            kind: resource.kind.clone(),
+            plural: resource.plural.clone(),
+            namespace: namespace.map(str::to_owned),
+            name: name.to_owned(),
+        }
+    }
+
+    fn resource(&self) -> ApiResource {
+        ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(&self.group, &self.version, &self.kind),
+            &self.plural,
+        )
+    }
+}
+
+/// Which Catalog reads which object.
+#[derive(Debug, Default)]
+pub struct Dependencies {
+    by_catalog: BTreeMap<String, BTreeSet<WatchKey>>,
+    by_key: BTreeMap<WatchKey, BTreeSet<String>>,
+}
+
+/// Watches to start and stop after a change of dependencies.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// Objects newly read by some Catalog.
+    pub start: Vec<WatchKey>,
+    /// Objects no Catalog reads any more.
+    pub stop: Vec<WatchKey>,
+}
+
+impl Dependencies {
+    /// Records that `catalog` reads exactly `keys` (none: it reads nothing, or is gone).
+    pub fn set(&mut self, catalog: &str, keys: BTreeSet<WatchKey>) -> Changes {
+        let old = self.by_catalog.remove(catalog).unwrap_or_default();
+        let mut changes = Changes::default();
+        for key in old.difference(&keys) {
+            if let Some(readers) = self.by_key.get_mut(key) {
+                readers.remove(catalog);
+                if readers.is_empty() {
+                    self.by_key.remove(key);
+                    changes.stop.push(key.clone());
+                }
+            }
+        }
+        for key in keys.difference(&old) {
+            let readers = self.by_key.entry(key.clone()).or_default();
+            if readers.is_empty() {
+                changes.start.push(key.clone());
+            }
+            readers.insert(catalog.to_owned());
+        }
+        if !keys.is_empty() {
+            self.by_catalog.insert(catalog.to_owned(), keys);
+        }
+        changes
+    }
+
+    /// The Catalogs that read `key`.
+    pub fn readers(&self, key: &WatchKey) -> Vec<String> {
+        self.by_key
+            .get(key)
+            .map(|r| r.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// How many objects are watched.
+    pub fn watched(&self) -> usize {
+        self.by_key.len()
+    }
+}
+
+/// The running watches.
+pub struct Watches {
+    client: kube::Client,
+    deps: Mutex<Dependencies>,
+    running: Mutex<HashMap<WatchKey, JoinHandle<()>>>,
+    requeue: futures::channel::mpsc::UnboundedSender<ObjectRef<Catalog>>,
+    gauge: IntGauge,
+}
+
+impl Watches {
+    /// Watches that re-queue dependents through `requeue`, counted in `gauge`.
+    pub fn new(
+        client: kube::Client,
+        requeue: futures::channel::mpsc::UnboundedSender<ObjectRef<Catalog>>,
+        gauge: IntGauge,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            client,
+            deps: Mutex::default(),
+            running: Mutex::default(),
+            requeue,
+            gauge,
+        })
+    }
+
+    /// Records what `catalog` reads now, and starts and stops watches to match.
+    pub fn set(self: &Arc<Self>, catalog: &str, keys: BTreeSet<WatchKey>) {
+        let (changes, watched) = {
+            let mut deps = self.deps.lock().unwrap_or_else(PoisonError::into_inner);
+            let changes = deps.set(catalog, keys);
+            (changes, deps.watched())
+        };
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        for key in changes.stop {
+            if let Some(handle) = running.remove(&key) {
+                handle.abort();
+                tracing::debug!(?key, "stopped watching");
+            }
+        }
+        for key in changes.start {
+            let this = self.clone();
+            let watched_key = key.clone();
+            let handle = tokio::spawn(async move { this.watch(watched_key).await });
+            tracing::debug!(?key, "watching");
+            running.insert(key, handle);
+        }
+        self.gauge.set(i64::try_from(watched).unwrap_or(i64::MAX));
+    }
+
+    async fn watch(self: Arc<Self>, key: WatchKey) {
+        let resource = key.resource();
+        let api: Api<DynamicObject> = match &key.namespace {
+            Some(ns) => Api::namespaced_with(self.client.clone(), ns, &resource),
+            None => Api::all_with(self.client.clone(), &resource),
+        };
+        let config = watcher::Config::default().fields(&format!("metadata.name={}", key.name));
+        let mut events = watcher::watcher(api, config).boxed();
+        while let Some(event) = events.next().await {
+            let changed = match event {
+                // The initial list is done (the object may have changed between the template's
+                // read and the watch's start), or the object changed or went.
+                Ok(
+                    watcher::Event::InitDone | watcher::Event::Apply(_) | watcher::Event::Delete(_),
+                ) => true,
+                Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => false,
+                Err(error) => {
+                    tracing::warn!(?key, %error, "watch of a template's object failed; it retries");
+                    false
+                }
+            };
+            if changed {
+                let readers = self
+                    .deps
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .readers(&key);
+                for catalog in readers {
+                    let _ = self.requeue.unbounded_send(ObjectRef::new(&catalog));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(name: &str) -> WatchKey {
+        WatchKey {
+            group: String::new(),
+            version: "v1".into(),
+            kind: "ConfigMap".into(),
+            plural: "configmaps".into(),
+            namespace: Some("ns".into()),
+            name: name.into(),
+        }
+    }
+
+    fn keys(names: &[&str]) -> BTreeSet<WatchKey> {
+        names.iter().map(|n| key(n)).collect()
+    }
+
+    #[test]
+    fn a_watch_starts_with_its_first_reader_and_stops_with_its_last() {
+        let mut deps = Dependencies::default();
+        assert_eq!(
+            deps.set("a", keys(&["x", "y"])),
+            Changes {
+                start: vec![key("x"), key("y")],
+                stop: vec![]
+            }
+        );
+        assert_eq!(deps.set("b", keys(&["x"])), Changes::default());
+        assert_eq!(deps.readers(&key("x")), ["a", "b"]);
+        assert_eq!(
+            deps.set("a", keys(&["z"])),
+            Changes {
+                start: vec![key("z")],
+                stop: vec![key("y")]
+            }
+        );
+        assert_eq!(deps.readers(&key("x")), ["b"]);
+        assert_eq!(
+            deps.set("b", BTreeSet::new()),
+            Changes {
+                start: vec![],
+                stop: vec![key("x")]
+            }
+        );
+        assert_eq!(deps.watched(), 1);
+        assert!(deps.readers(&key("x")).is_empty());
+    }
+}
