@@ -295,13 +295,12 @@ async fn an_object_template_follows_a_configmap() {
         let api = api.clone();
         let name = name.clone();
         async move {
-            let c = wait_for(&api, &name, why, Duration::from_secs(30), move |c| {
+            wait_for(&api, &name, why, Duration::from_secs(30), move |c| {
                 condition(c, "TemplatesHaveResolved")
                     .is_some_and(|x| x.0 == "False" && x.2.contains(why))
             })
             .await
-            .unwrap();
-            c
+            .unwrap()
         }
     };
     put_tag("not an image!").await;
