@@ -195,6 +195,16 @@ impl Manager {
     }
 }
 
+/// Stops a manager when dropped: a test that starts a manager of its own stops it even when
+/// it fails, so the next test does not meet it.
+pub struct StopOnDrop(pub Manager);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.stop();
+    }
+}
+
 /// catalogd, started once per test process: its content server's base URL and its admin
 /// (metrics, probes) URL.
 #[derive(Debug, Clone)]

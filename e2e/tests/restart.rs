@@ -198,7 +198,7 @@ async fn an_untrusted_registry_certificate_fails_until_verification_is_skipped()
         .restart(&["--registry-ca-file=/etc/ssl/certs/ca-certificates.crt".to_owned()])
         .unwrap();
     // Stopped even if this test fails: the next test starts catalogd on the same ports.
-    let _stop = StopOnDrop(cd.manager.clone());
+    let _stop = olm_e2e::manager::StopOnDrop(cd.manager.clone());
     let (user, password) = ("olm-e2e", "tls-s3cret");
     let registry = Registry::start(
         &ctx.name("tls"),
@@ -264,11 +264,92 @@ async fn an_untrusted_registry_certificate_fails_until_verification_is_skipped()
     ctx.cleanup().await.unwrap();
 }
 
-/// Stops a manager when dropped.
-struct StopOnDrop(olm_e2e::manager::Manager);
+/// OLM v0 CatalogSources: without their CRD the switcher runs and says so once; once the CRD
+/// is installed, a CatalogSource with a template is switched like a Catalog (`spec.image`,
+/// upstream's conditions). Here because it removes and re-installs a CRD of this binary's own
+/// control plane.
+#[tokio::test]
+async fn catalog_sources_are_switched_once_their_crd_is_served() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::CustomResourceExt;
+    use olm_api::catalog_source_v0::CatalogSource;
+    use olm_e2e::manager::{StopOnDrop, start_catalog_switcher_with};
 
-impl Drop for StopOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.stop();
+    let _serial = SERIAL.lock().await;
+    let ctx = TestContext::new("sw-v0").await.unwrap();
+    let crds: Api<CustomResourceDefinition> = Api::all(ctx.client.clone());
+    let crd_name = "catalogsources.operators.coreos.com";
+    if crds.get_opt(crd_name).await.unwrap().is_some() {
+        crds.delete(crd_name, &DeleteParams::default())
+            .await
+            .unwrap();
+        wait_for_deletion(&crds, crd_name, DEADLINE).await.unwrap();
     }
+    let switcher = start_catalog_switcher_with(&ctx.name("switcher"), &[]).unwrap();
+    let _stop = StopOnDrop(switcher.manager.clone());
+    let log = switcher.manager.log.clone();
+    let log_says = |text: &'static str| {
+        let log = log.clone();
+        async move {
+            let deadline = std::time::Instant::now() + DEADLINE;
+            loop {
+                let content = std::fs::read_to_string(&log).unwrap_or_default();
+                if content.contains(text) {
+                    return content.matches(text).count();
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the log never said {text:?}"
+                );
+                // Polling a log file, bounded by the deadline above.
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+        }
+    };
+    log_says("CatalogSource (operators.coreos.com/v1alpha1) is not served").await;
+
+    // The CRD comes (as OLM v0 would install it): the switcher notices through its watch.
+    crds.create(&Default::default(), &CatalogSource::crd())
+        .await
+        .unwrap();
+    log_says("is served: switching CatalogSources too").await;
+    let info = ctx.client.apiserver_version().await.unwrap();
+    let expected = format!(
+        "quay.io/example/catalog:v{}.{}",
+        info.major,
+        info.minor.trim_end_matches('+')
+    );
+    let sources: Api<CatalogSource> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let name = "operatorhubio";
+    let source: CatalogSource = serde_json::from_value(ctx.labelled(serde_json::json!({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+        "metadata": {"name": name, "namespace": ctx.namespace, "annotations": {
+            "olm.catalogImageTemplate": "quay.io/example/catalog:v{kube_major_version}.{kube_minor_version}"
+        }},
+        "spec": {"sourceType": "grpc", "image": "quay.io/example/catalog:old", "displayName": "Community"}
+    })))
+    .unwrap();
+    sources.create(&Default::default(), &source).await.unwrap();
+    let want = expected.clone();
+    let switched = wait_for(&sources, name, "spec.image switched", DEADLINE, move |s| {
+        s.is_some_and(|s| {
+            s.spec.image.as_deref() == Some(want.as_str())
+                && s.status.as_ref().is_some_and(|st| {
+                    find_condition(&st.conditions, "TemplatesHaveResolved")
+                        .is_some_and(|c| c.status == "True" && c.reason == "AllTemplatesResolved")
+                })
+        })
+    })
+    .await
+    .unwrap();
+    // Fields the switcher does not own are kept.
+    assert_eq!(switched.spec.display_name.as_deref(), Some("Community"));
+    let status = switched.status.unwrap();
+    assert_eq!(
+        find_condition(&status.conditions, "ResolvedImage").map(|c| c.message.clone()),
+        Some(expected)
+    );
+    let content = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(content.matches("is not served").count(), 1, "said once");
+    ctx.cleanup().await.unwrap();
 }

@@ -2,6 +2,9 @@
 //! `olm.catalogImageTemplate` annotation.
 //!
 //! * [`allowlist`]: which resources object variables may read.
+//! * [`controller`]: one controller per kind, built the same way; [`v0`]: the CatalogSource
+//!   controller follows its CRD.
+//! * [`switched`]: the kinds the switcher manages (Catalog, v0 CatalogSource).
 //! * [`template`]: the template language, parsed with errors that name the column.
 //! * [`version`]: the API server's version as the version variables see it.
 //! * [`watches`]: watches of the objects templates read, started and stopped as they change.
@@ -12,10 +15,13 @@
 //! * [`status`]: the reference and the status to write for an object, decided purely.
 
 pub mod allowlist;
+pub mod controller;
 pub mod lookup;
 pub mod reconcile;
 pub mod render;
 pub mod status;
+pub mod switched;
 pub mod template;
+pub mod v0;
 pub mod version;
 pub mod watches;

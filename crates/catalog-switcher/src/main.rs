@@ -1,7 +1,7 @@
 //! catalog-switcher: fills `olm.catalogImageTemplate` annotations into catalog image references.
 //!
-//! Wiring only: flags, tracing, client, metrics; the version poller; the Catalog controller
-//! until SIGTERM.
+//! Wiring only: flags, tracing, client, metrics; the version poller; the Catalog controller,
+//! and the CatalogSource controller while that CRD is served, until SIGTERM.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -9,26 +9,20 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use catalog_switcher::allowlist::{Allowed, Allowlist};
+use catalog_switcher::controller;
 use catalog_switcher::lookup::Objects;
-use catalog_switcher::reconcile::{self, Context};
+use catalog_switcher::reconcile::Context;
+use catalog_switcher::switched::Switched;
 use catalog_switcher::version::KubeVersion;
-use catalog_switcher::watches::Watches;
+use catalog_switcher::watches::{Requeue, Watches};
 use clap::Parser;
-use futures::StreamExt;
-use kube::ResourceExt;
 use kube::api::Api;
-use kube::runtime::controller::{Action, Controller};
-use kube::runtime::{WatchStreamExt, reflector, watcher};
+use kube::runtime::watcher;
 use olm_api::catalog::Catalog;
-use olm_runtime::metrics::{Metrics, ReconcileOutcome};
+use olm_runtime::metrics::Metrics;
 use olm_runtime::{admin, shutdown, telemetry};
 use prometheus::{IntCounterVec, IntGaugeVec, Opts};
 use tokio::sync::watch;
-
-/// Name of the controller in metrics and logs.
-const CONTROLLER: &str = "catalog-image-template";
-/// Catalogs reconciled at once.
-const CONCURRENCY: u16 = 4;
 
 /// catalog-switcher: keeps Catalog image references in step with their templates.
 #[derive(Parser, Debug)]
@@ -99,7 +93,6 @@ async fn main() -> Result<()> {
     // The version first, so that the first reconciles have it.
     let (version_tx, version_rx) = watch::channel(poll_version(&client).await);
     set_version_info(&version_info, version_rx.borrow().as_ref());
-    let (changed_tx, changed_rx) = futures::channel::mpsc::unbounded::<()>();
     // The Catalog watch restarting (after an error, or a long disconnection) may mean the
     // cluster was upgraded meanwhile: poll at once then too.
     let poll_now = Arc::new(tokio::sync::Notify::new());
@@ -117,16 +110,19 @@ async fn main() -> Result<()> {
                 if polled.is_some() && *version_tx.borrow() != polled {
                     tracing::info!(version = ?polled, "the API server's version changed");
                     set_version_info(&version_info, polled.as_ref());
+                    // Every controller re-resolves all its objects.
                     version_tx.send_replace(polled);
-                    // Every annotated Catalog depends on the version.
-                    let _ = changed_tx.unbounded_send(());
                 }
             }
         })
     };
 
-    let (requeue_tx, requeue_rx) = futures::channel::mpsc::unbounded();
-    let watches = Watches::new(client.clone(), requeue_tx, watched);
+    let (catalogs_tx, catalogs_rx) = futures::channel::mpsc::unbounded();
+    let requeue = Requeue {
+        catalogs: catalogs_tx,
+        catalog_sources: Arc::default(),
+    };
+    let watches = Watches::new(client.clone(), requeue.clone(), watched);
     let ctx = Arc::new(Context {
         client: client.clone(),
         objects: Objects::new(client.clone(), Allowlist(flags.allowed_resources.clone())),
@@ -134,53 +130,36 @@ async fn main() -> Result<()> {
         resolutions,
         watches: watches.clone(),
     });
-    metrics.register_controller(CONTROLLER, usize::from(CONCURRENCY));
-    let (reader, writer) = reflector::store();
-    let catalogs = watcher(
+    let v0 = tokio::spawn(catalog_switcher::v0::supervise(
+        ctx.clone(),
+        metrics.clone(),
+        requeue,
+        shutdown.clone(),
+    ));
+    controller::run(
+        controller::CATALOGS,
         Api::<Catalog>::all(client.clone()),
-        watcher::Config::default().any_semantic(),
+        ctx,
+        metrics.clone(),
+        catalogs_rx,
+        move |event| match event {
+            Ok(watcher::Event::Init) => poll_now.notify_one(),
+            Ok(watcher::Event::InitDone | watcher::Event::Apply(_)) => {
+                catalogs_ready.set_ready(true)
+            }
+            // A deleted Catalog reads nothing any more.
+            Ok(watcher::Event::Delete(c)) => watches.set(&c.dependent(), Default::default()),
+            Ok(watcher::Event::InitApply(_)) => {}
+            Err(error) => {
+                tracing::warn!(%error, "the Catalog watch failed; not ready until it recovers");
+                catalogs_ready.set_ready(false);
+            }
+        },
+        shutdown.clone(),
     )
-    .default_backoff()
-    .inspect(move |event| match event {
-        Ok(watcher::Event::Init) => poll_now.notify_one(),
-        Ok(watcher::Event::InitDone | watcher::Event::Apply(_)) => catalogs_ready.set_ready(true),
-        // A deleted Catalog reads nothing any more.
-        Ok(watcher::Event::Delete(c)) => watches.set(&c.name_any(), Default::default()),
-        Ok(watcher::Event::InitApply(_)) => {}
-        Err(error) => {
-            tracing::warn!(%error, "the Catalog watch failed; not ready until it recovers");
-            catalogs_ready.set_ready(false);
-        }
-    })
-    .reflect(writer)
-    .applied_objects();
-    let controller_metrics = metrics.clone();
-    Controller::for_stream(catalogs, reader)
-        .with_config(kube::runtime::controller::Config::default().concurrency(CONCURRENCY))
-        .reconcile_all_on(changed_rx)
-        .reconcile_on(requeue_rx)
-        .graceful_shutdown_on(shutdown.clone().cancelled_owned())
-        .run(
-            move |catalog, ctx| {
-                let timer = controller_metrics.reconcile_timer(CONTROLLER);
-                async move {
-                    let result = reconcile::reconcile(catalog, ctx).await;
-                    timer.finish(match &result {
-                        Ok(_) => ReconcileOutcome::Success,
-                        Err(_) => ReconcileOutcome::Error,
-                    });
-                    result
-                }
-            },
-            |_, error, _| {
-                tracing::warn!(%error, "reconcile failed; retrying in 10 s");
-                Action::requeue(Duration::from_secs(10))
-            },
-            ctx,
-        )
-        .for_each(|_| async {})
-        .await;
+    .await;
     shutdown.cancel();
+    let _ = v0.await;
     let _ = poller.await;
     let _ = admin.await;
     tracing::info!("catalog-switcher stopped");

@@ -1,6 +1,6 @@
-//! One reconcile of a Catalog: fill its template (if it has one), then write the image
-//! reference and the switcher's status with server-side apply (field manager
-//! `catalog-switcher`), each only when it differs, so a restart rewrites nothing.
+//! One reconcile of a Catalog or an OLM v0 CatalogSource: fill its template (if it has one),
+//! then write the image reference and the switcher's status with server-side apply (field
+//! manager `catalog-switcher`), each only when it differs, so a restart rewrites nothing.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
-use olm_api::catalog::{Catalog, IMAGE_TEMPLATE_ANNOTATION, ImageTemplateStatus, SourceType};
+use olm_api::catalog::{IMAGE_TEMPLATE_ANNOTATION, ImageTemplateStatus};
 use olm_api::conditions::set_condition;
 use prometheus::IntCounterVec;
 use serde_json::json;
@@ -18,6 +18,7 @@ use tokio::sync::watch;
 use crate::lookup::Objects;
 use crate::render::{self, Lookup, Outcome, UNABLE_TO_RESOLVE};
 use crate::status::{self, RESOLVED_IMAGE, SwitcherStatus, TEMPLATES_HAVE_RESOLVED};
+use crate::switched::Switched;
 use crate::template::{self, Part, Target};
 use crate::version::KubeVersion;
 use crate::watches::{WatchKey, Watches};
@@ -42,30 +43,32 @@ pub struct Context {
 /// A reconcile's failure: an API call.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// Writing the Catalog failed.
-    #[error("writing Catalog {name}: {source}")]
+    /// Writing the object failed.
+    #[error("writing {kind} {name}: {source}")]
     Write {
-        /// The Catalog.
+        /// Its kind.
+        kind: &'static str,
+        /// Its name (`namespace/name` when namespaced).
         name: String,
         /// Why.
         source: kube::Error,
     },
 }
 
-/// The outcome of `catalog`'s template, if it has one, and the objects it reads (to watch).
-pub async fn outcome(catalog: &Catalog, ctx: &Context) -> (Option<Outcome>, BTreeSet<WatchKey>) {
+/// The outcome of `object`'s template, if it has one, and the objects it reads (to watch).
+pub async fn outcome<K: Switched>(
+    object: &K,
+    ctx: &Context,
+) -> (Option<Outcome>, BTreeSet<WatchKey>) {
     let mut keys = BTreeSet::new();
-    let Some(text) = catalog.annotations().get(IMAGE_TEMPLATE_ANNOTATION) else {
+    let Some(text) = object.annotations().get(IMAGE_TEMPLATE_ANNOTATION) else {
         return (None, keys);
     };
     let version = ctx.version.borrow().clone();
-    if catalog.spec.source.type_ != SourceType::Image {
+    if let Some(message) = object.unsuitable() {
         let outcome = Outcome::Unresolved {
             reason: UNABLE_TO_RESOLVE,
-            message: format!(
-                "spec.source.type is {}; the catalog-switcher writes image references only, so a template needs an image source",
-                catalog.spec.source.type_.as_str()
-            ),
+            message,
             partial: text.clone(),
         };
         return (Some(outcome), keys);
@@ -78,7 +81,7 @@ pub async fn outcome(catalog: &Catalog, ctx: &Context) -> (Option<Outcome>, BTre
         }
     };
     // Read each object once, then fill synchronously.
-    let itself = serde_json::to_value(catalog).unwrap_or_default();
+    let itself = serde_json::to_value(object).unwrap_or_default();
     let mut found: HashMap<Target, Lookup> = HashMap::new();
     for part in &template.parts {
         if let Part::Object(var) = part
@@ -108,11 +111,15 @@ fn unreachable_lookup() -> Lookup {
     Lookup::Missing("the template does not parse".into())
 }
 
-/// Reconciles one Catalog.
-pub async fn reconcile(catalog: Arc<Catalog>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let name = catalog.name_any();
-    let (outcome, keys) = outcome(&catalog, &ctx).await;
-    ctx.watches.set(&name, keys);
+/// Reconciles one Catalog or CatalogSource.
+pub async fn reconcile<K: Switched>(object: Arc<K>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let name = object.name_any();
+    let shown = match object.namespace() {
+        Some(ns) => format!("{ns}/{name}"),
+        None => name.clone(),
+    };
+    let (outcome, keys) = outcome(object.as_ref(), &ctx).await;
+    ctx.watches.set(&object.dependent(), keys);
     if let Some(o) = &outcome {
         let result = match o {
             Outcome::Resolved(_) => "resolved",
@@ -121,36 +128,32 @@ pub async fn reconcile(catalog: Arc<Catalog>, ctx: Arc<Context>) -> Result<Actio
         };
         ctx.resolutions.with_label_values(&[result]).inc();
     }
-    let current = catalog.spec.source.image.as_ref().map(|i| i.r#ref.as_str());
-    let template = catalog.annotations().get(IMAGE_TEMPLATE_ANNOTATION);
+    let current = object.image();
+    let template = object.annotations().get(IMAGE_TEMPLATE_ANNOTATION);
     let now = Time(k8s_openapi::jiff::Timestamp::now());
     let decision = status::decide(
         template.map(String::as_str),
         outcome.as_ref(),
         current,
-        catalog.metadata.generation,
+        object.meta().generation,
         now,
     );
-    let api: Api<Catalog> = Api::all(ctx.client.clone());
+    let api: Api<K> = object.api(ctx.client.clone());
     let params = PatchParams::apply(FIELD_MANAGER).force();
     let failed = |source| Error::Write {
-        name: name.clone(),
+        kind: K::KIND_NAME,
+        name: shown.clone(),
         source,
     };
     if let Some(image) = &decision.write_ref {
-        let patch = json!({
-            "apiVersion": "catalogd.operatorframework.io/v1alpha1",
-            "kind": "Catalog",
-            "metadata": {"name": name},
-            "spec": {"source": {"type": "image", "image": {"ref": image}}},
-        });
+        let mut patch = skeleton(object.as_ref());
+        patch["spec"] = K::image_patch(image);
         api.patch(&name, &params, &Patch::Apply(&patch))
             .await
             .map_err(failed)?;
-        tracing::info!(catalog = %name, %image, from = current.unwrap_or(""), "wrote the image reference its template resolved to");
+        tracing::info!(kind = K::KIND_NAME, object = %shown, %image, from = current.unwrap_or(""), "wrote the image reference its template resolved to");
     }
-    let existing = catalog.status.clone().unwrap_or_default();
-    let desired = merged(&existing.conditions, decision.status.as_ref());
+    let desired = merged(object.conditions(), decision.status.as_ref());
     let ours = |conditions: &[Condition]| -> Vec<Condition> {
         conditions
             .iter()
@@ -158,19 +161,33 @@ pub async fn reconcile(catalog: Arc<Catalog>, ctx: Arc<Context>) -> Result<Actio
             .cloned()
             .collect()
     };
-    let desired_template = decision.status.as_ref().map(|s| s.image_template.clone());
-    if ours(&existing.conditions) != desired || existing.image_template != desired_template {
-        let patch = json!({
-            "apiVersion": "catalogd.operatorframework.io/v1alpha1",
-            "kind": "Catalog",
-            "metadata": {"name": name},
-            "status": status_patch(&desired, desired_template.as_ref()),
-        });
+    let desired_template = decision
+        .status
+        .as_ref()
+        .filter(|_| K::HAS_IMAGE_TEMPLATE)
+        .map(|s| s.image_template.clone());
+    if ours(object.conditions()) != desired || object.image_template() != desired_template.as_ref()
+    {
+        let mut patch = skeleton(object.as_ref());
+        patch["status"] = status_patch(&desired, desired_template.as_ref());
         api.patch_status(&name, &params, &Patch::Apply(&patch))
             .await
             .map_err(failed)?;
     }
     Ok(Action::await_change())
+}
+
+/// The apply patch's identity: apiVersion, kind, name (and namespace).
+fn skeleton<K: Switched>(object: &K) -> serde_json::Value {
+    let mut metadata = json!({"name": object.name_any()});
+    if let Some(ns) = object.namespace() {
+        metadata["namespace"] = json!(ns);
+    }
+    json!({
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
+        "metadata": metadata,
+    })
 }
 
 /// The switcher's conditions as they should be: the existing ones updated (their transition

@@ -15,6 +15,7 @@ use kube::core::GroupVersionKind;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use olm_api::catalog::Catalog;
+use olm_api::catalog_source_v0::CatalogSource;
 use prometheus::IntGauge;
 use tokio::task::JoinHandle;
 
@@ -56,11 +57,25 @@ impl WatchKey {
     }
 }
 
-/// Which Catalog reads which object.
+/// An object whose template reads other objects.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Dependent {
+    /// A Catalog, by name.
+    Catalog(String),
+    /// An OLM v0 CatalogSource.
+    CatalogSource {
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+    },
+}
+
+/// Which object reads which object.
 #[derive(Debug, Default)]
 pub struct Dependencies {
-    by_catalog: BTreeMap<String, BTreeSet<WatchKey>>,
-    by_key: BTreeMap<WatchKey, BTreeSet<String>>,
+    by_catalog: BTreeMap<Dependent, BTreeSet<WatchKey>>,
+    by_key: BTreeMap<WatchKey, BTreeSet<Dependent>>,
 }
 
 /// Watches to start and stop after a change of dependencies.
@@ -74,7 +89,7 @@ pub struct Changes {
 
 impl Dependencies {
     /// Records that `catalog` reads exactly `keys` (none: it reads nothing, or is gone).
-    pub fn set(&mut self, catalog: &str, keys: BTreeSet<WatchKey>) -> Changes {
+    pub fn set(&mut self, catalog: &Dependent, keys: BTreeSet<WatchKey>) -> Changes {
         let old = self.by_catalog.remove(catalog).unwrap_or_default();
         let mut changes = Changes::default();
         for key in old.difference(&keys) {
@@ -91,16 +106,16 @@ impl Dependencies {
             if readers.is_empty() {
                 changes.start.push(key.clone());
             }
-            readers.insert(catalog.to_owned());
+            readers.insert(catalog.clone());
         }
         if !keys.is_empty() {
-            self.by_catalog.insert(catalog.to_owned(), keys);
+            self.by_catalog.insert(catalog.clone(), keys);
         }
         changes
     }
 
-    /// The Catalogs that read `key`.
-    pub fn readers(&self, key: &WatchKey) -> Vec<String> {
+    /// The objects that read `key`.
+    pub fn readers(&self, key: &WatchKey) -> Vec<Dependent> {
         self.by_key
             .get(key)
             .map(|r| r.iter().cloned().collect())
@@ -118,17 +133,24 @@ pub struct Watches {
     client: kube::Client,
     deps: Mutex<Dependencies>,
     running: Mutex<HashMap<WatchKey, JoinHandle<()>>>,
-    requeue: futures::channel::mpsc::UnboundedSender<ObjectRef<Catalog>>,
+    requeue: Requeue,
     gauge: IntGauge,
+}
+
+/// Where a change re-queues its readers: one channel per controller.
+#[derive(Clone)]
+pub struct Requeue {
+    /// The Catalog controller's.
+    pub catalogs: futures::channel::mpsc::UnboundedSender<ObjectRef<Catalog>>,
+    /// The CatalogSource controller's, while it runs (it starts and stops with the
+    /// CatalogSource CRD).
+    pub catalog_sources:
+        Arc<Mutex<Option<futures::channel::mpsc::UnboundedSender<ObjectRef<CatalogSource>>>>>,
 }
 
 impl Watches {
     /// Watches that re-queue dependents through `requeue`, counted in `gauge`.
-    pub fn new(
-        client: kube::Client,
-        requeue: futures::channel::mpsc::UnboundedSender<ObjectRef<Catalog>>,
-        gauge: IntGauge,
-    ) -> Arc<Self> {
+    pub fn new(client: kube::Client, requeue: Requeue, gauge: IntGauge) -> Arc<Self> {
         Arc::new(Self {
             client,
             deps: Mutex::default(),
@@ -139,7 +161,7 @@ impl Watches {
     }
 
     /// Records what `catalog` reads now, and starts and stops watches to match.
-    pub fn set(self: &Arc<Self>, catalog: &str, keys: BTreeSet<WatchKey>) {
+    pub fn set(self: &Arc<Self>, catalog: &Dependent, keys: BTreeSet<WatchKey>) {
         let (changes, watched) = {
             let mut deps = self.deps.lock().unwrap_or_else(PoisonError::into_inner);
             let changes = deps.set(catalog, keys);
@@ -189,8 +211,24 @@ impl Watches {
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .readers(&key);
-                for catalog in readers {
-                    let _ = self.requeue.unbounded_send(ObjectRef::new(&catalog));
+                for reader in readers {
+                    let _ = match reader {
+                        Dependent::Catalog(name) => self
+                            .requeue
+                            .catalogs
+                            .unbounded_send(ObjectRef::new(&name))
+                            .is_ok(),
+                        Dependent::CatalogSource { namespace, name } => self
+                            .requeue
+                            .catalog_sources
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .as_ref()
+                            .is_some_and(|tx| {
+                                tx.unbounded_send(ObjectRef::new(&name).within(&namespace))
+                                    .is_ok()
+                            }),
+                    };
                 }
             }
         }
@@ -212,6 +250,10 @@ mod tests {
         }
     }
 
+    fn c(name: &str) -> Dependent {
+        Dependent::Catalog(name.into())
+    }
+
     fn keys(names: &[&str]) -> BTreeSet<WatchKey> {
         names.iter().map(|n| key(n)).collect()
     }
@@ -220,24 +262,24 @@ mod tests {
     fn a_watch_starts_with_its_first_reader_and_stops_with_its_last() {
         let mut deps = Dependencies::default();
         assert_eq!(
-            deps.set("a", keys(&["x", "y"])),
+            deps.set(&c("a"), keys(&["x", "y"])),
             Changes {
                 start: vec![key("x"), key("y")],
                 stop: vec![]
             }
         );
-        assert_eq!(deps.set("b", keys(&["x"])), Changes::default());
-        assert_eq!(deps.readers(&key("x")), ["a", "b"]);
+        assert_eq!(deps.set(&c("b"), keys(&["x"])), Changes::default());
+        assert_eq!(deps.readers(&key("x")), [c("a"), c("b")]);
         assert_eq!(
-            deps.set("a", keys(&["z"])),
+            deps.set(&c("a"), keys(&["z"])),
             Changes {
                 start: vec![key("z")],
                 stop: vec![key("y")]
             }
         );
-        assert_eq!(deps.readers(&key("x")), ["b"]);
+        assert_eq!(deps.readers(&key("x")), [c("b")]);
         assert_eq!(
-            deps.set("b", BTreeSet::new()),
+            deps.set(&c("b"), BTreeSet::new()),
             Changes {
                 start: vec![],
                 stop: vec![key("x")]

@@ -10,11 +10,15 @@ use olm_api::conditions::find_condition;
 use olm_e2e::catalogs::{create_catalog, example_catalog, status, wait_unpacked};
 use olm_e2e::context::TestContext;
 use olm_e2e::images::push_catalog;
-use olm_e2e::manager::{catalogd, start_catalog_switcher_with};
+use olm_e2e::manager::{StopOnDrop, catalogd, start_catalog_switcher_with};
 use olm_e2e::wait::wait_for;
 use serde_json::json;
 
 const ANNOTATION: &str = "olm.catalogImageTemplate";
+
+/// Each test runs a switcher of its own (with its own flags, restarted at will); two at once
+/// would both reconcile every Catalog, each by its own allowlist. One test at a time.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn condition(c: Option<&Catalog>, type_: &str) -> Option<(String, String, String)> {
     find_condition(&status(c).conditions, type_)
@@ -37,11 +41,13 @@ async fn set_annotation(api: &Api<Catalog>, name: &str, value: serde_json::Value
 /// and keeps the reference; a restarted switcher rewrites nothing.
 #[tokio::test]
 async fn a_kube_version_template_switches_the_catalog_image() {
+    let _serial = SERIAL.lock().await;
     let ctx = TestContext::new("sw-version").await.unwrap();
     catalogd().unwrap();
     // A switcher of its own, since this test restarts it (it shares the Catalogs' field
     // manager with any other switcher, and writes only on change).
     let switcher = start_catalog_switcher_with(&ctx.name("switcher"), &[]).unwrap();
+    let _stop = StopOnDrop(switcher.manager.clone());
     let registry = olm_e2e::registry::plain().unwrap();
     let info = ctx.client.apiserver_version().await.unwrap();
     let minor = info.minor.trim_end_matches('+').to_owned();
@@ -106,6 +112,7 @@ async fn a_kube_version_template_switches_the_catalog_image() {
     // A restarted switcher rewrites nothing.
     let before = api.get(&name).await.unwrap().resource_version();
     let switcher = switcher.restart().unwrap();
+    let _stop_restarted = StopOnDrop(switcher.manager.clone());
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
         let total = olm_e2e::catalogs::metric(
@@ -171,7 +178,6 @@ async fn a_kube_version_template_switches_the_catalog_image() {
         "catalogd's conditions stay"
     );
     ctx.cleanup().await.unwrap();
-    switcher.manager.stop().unwrap();
 }
 
 /// An object template reading a ConfigMap field: changing the ConfigMap switches the Catalog
@@ -184,6 +190,7 @@ async fn an_object_template_follows_a_configmap() {
     use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
     use kube::api::DeleteParams;
 
+    let _serial = SERIAL.lock().await;
     let ctx = TestContext::new("sw-object").await.unwrap();
     catalogd().unwrap();
     let ns = ctx.namespace.clone();
@@ -213,6 +220,7 @@ async fn an_object_template_follows_a_configmap() {
         &[format!("--allowed-resources=v1/configmaps@{ns}")],
     )
     .unwrap();
+    let _stop = StopOnDrop(switcher.manager.clone());
 
     let registry = olm_e2e::registry::plain().unwrap();
     let repository = format!("{ns}/catalog");
@@ -332,5 +340,4 @@ async fn an_object_template_follows_a_configmap() {
     );
     assert_eq!(c.spec.source.image.as_ref().unwrap().r#ref, reference("b"));
     ctx.cleanup().await.unwrap();
-    switcher.manager.stop().unwrap();
 }

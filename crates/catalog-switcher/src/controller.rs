@@ -1,0 +1,88 @@
+//! The switcher's controllers, one per kind it manages, built the same way: a watch of the
+//! kind (whose events the caller may observe), re-queues from the object watches, every object
+//! again when the API server's version changes, and reconciles counted in the
+//! controller-runtime metrics.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use kube::api::Api;
+use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::{WatchStreamExt, watcher};
+use olm_runtime::metrics::{Metrics, ReconcileOutcome};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::reconcile::{self, Context};
+use crate::switched::Switched;
+use crate::version::KubeVersion;
+
+/// The Catalog controller's name in metrics and logs.
+pub const CATALOGS: &str = "catalog-image-template";
+/// The CatalogSource controller's.
+pub const CATALOG_SOURCES: &str = "catalogsource-image-template";
+/// Objects reconciled at once, per controller.
+pub const CONCURRENCY: u16 = 4;
+
+/// A stream that yields once per change of the API server's version.
+pub fn version_changes(
+    mut version: watch::Receiver<Option<KubeVersion>>,
+) -> impl Stream<Item = ()> + Send + 'static {
+    // The current value is not a change.
+    version.mark_unchanged();
+    futures::stream::unfold(version, |mut rx| async move {
+        rx.changed().await.ok()?;
+        Some(((), rx))
+    })
+}
+
+/// Runs the controller of `api`'s kind until `stop`. `observe` sees every event of the kind's
+/// watch (readiness, deletions, re-lists).
+pub async fn run<K>(
+    name: &'static str,
+    api: Api<K>,
+    ctx: Arc<Context>,
+    metrics: Arc<Metrics>,
+    requeue: impl Stream<Item = ObjectRef<K>> + Send + 'static,
+    observe: impl Fn(&Result<watcher::Event<K>, watcher::Error>) + Send + 'static,
+    stop: CancellationToken,
+) where
+    K: Switched,
+    K::DynamicType: Eq + std::hash::Hash + Clone + Default,
+{
+    metrics.register_controller(name, usize::from(CONCURRENCY));
+    let (reader, writer) = reflector::store();
+    let objects = watcher(api, watcher::Config::default().any_semantic())
+        .default_backoff()
+        .inspect(observe)
+        .reflect(writer)
+        .applied_objects();
+    let version = version_changes(ctx.version.clone());
+    Controller::for_stream(objects, reader)
+        .with_config(Config::default().concurrency(CONCURRENCY))
+        .reconcile_all_on(version)
+        .reconcile_on(requeue)
+        .graceful_shutdown_on(stop.cancelled_owned())
+        .run(
+            move |object, ctx| {
+                let timer = metrics.reconcile_timer(name);
+                async move {
+                    let result = reconcile::reconcile(object, ctx).await;
+                    timer.finish(match &result {
+                        Ok(_) => ReconcileOutcome::Success,
+                        Err(_) => ReconcileOutcome::Error,
+                    });
+                    result
+                }
+            },
+            |_, error, _| {
+                tracing::warn!(%error, "reconcile failed; retrying in 10 s");
+                Action::requeue(Duration::from_secs(10))
+            },
+            ctx,
+        )
+        .for_each(|_| async {})
+        .await;
+}
