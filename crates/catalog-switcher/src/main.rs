@@ -129,6 +129,7 @@ async fn main() -> Result<()> {
         version: version_rx,
         resolutions,
         watches: watches.clone(),
+        events: olm_runtime::EventPublisher::from_env(client.clone(), "catalog-switcher"),
     });
     let v0 = tokio::spawn(catalog_switcher::v0::supervise(
         ctx.clone(),

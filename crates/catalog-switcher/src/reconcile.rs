@@ -38,6 +38,8 @@ pub struct Context {
     pub resolutions: IntCounterVec,
     /// Watches of the objects templates read.
     pub watches: Arc<Watches>,
+    /// Events: a switch, and a template that stopped resolving.
+    pub events: olm_runtime::EventPublisher,
 }
 
 /// A reconcile's failure: an API call.
@@ -152,6 +154,18 @@ pub async fn reconcile<K: Switched>(object: Arc<K>, ctx: Arc<Context>) -> Result
             .await
             .map_err(failed)?;
         tracing::info!(kind = K::KIND_NAME, object = %shown, %image, from = current.unwrap_or(""), "wrote the image reference its template resolved to");
+        ctx.events
+            .publish(
+                object.as_ref(),
+                olm_runtime::EventType::Normal,
+                "ImageSwitched",
+                "Switch",
+                format!(
+                    "the image template resolved to {image}; the reference was {}",
+                    current.unwrap_or("unset")
+                ),
+            )
+            .await;
     }
     let desired = merged(object.conditions(), decision.status.as_ref());
     let ours = |conditions: &[Condition]| -> Vec<Condition> {
@@ -173,6 +187,22 @@ pub async fn reconcile<K: Switched>(object: Arc<K>, ctx: Arc<Context>) -> Result
         api.patch_status(&name, &params, &Patch::Apply(&patch))
             .await
             .map_err(failed)?;
+        // Said once, when the status changes: a template that cannot resolve keeps the old
+        // reference, which must not go unnoticed.
+        if let Some(Outcome::Unresolved {
+            reason, message, ..
+        }) = &outcome
+        {
+            ctx.events
+                .publish(
+                    object.as_ref(),
+                    olm_runtime::EventType::Warning,
+                    reason,
+                    "Resolve",
+                    message.clone(),
+                )
+                .await;
+        }
     }
     Ok(Action::await_change())
 }

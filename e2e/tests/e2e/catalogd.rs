@@ -228,7 +228,7 @@ async fn invalid_content_keeps_the_old_content_served_with_the_reason_and_an_eve
 
 /// Waits for an event about `object` with `reason` (events are listed, not watched: they are
 /// written asynchronously and there is no single object to watch).
-async fn wait_for_event(events: &Api<Event>, object: &str, reason: &str) -> Event {
+pub(crate) async fn wait_for_event(events: &Api<Event>, object: &str, reason: &str) -> Event {
     let deadline = tokio::time::Instant::now() + DEADLINE;
     loop {
         let list = events.list(&ListParams::default()).await.unwrap();

@@ -314,6 +314,18 @@ async fn an_object_template_follows_a_configmap() {
     put_tag("not an image!").await;
     let c = unresolved("is not an image reference").await;
     assert_eq!(c.spec.source.image.as_ref().unwrap().r#ref, reference("b"));
+    // Said as events too: the switch, and the template that stopped resolving.
+    let events: Api<k8s_openapi::api::events::v1::Event> =
+        Api::namespaced(ctx.client.clone(), "default");
+    crate::catalogd::wait_for_event(&events, &name, "ImageSwitched").await;
+    let warning = crate::catalogd::wait_for_event(&events, &name, "UnableToResolve").await;
+    assert!(
+        warning
+            .note
+            .unwrap_or_default()
+            .contains("is not an image reference"),
+        "the warning says why"
+    );
 
     cms.delete("tags", &DeleteParams::default()).await.unwrap();
     let c = unresolved("not found").await;
