@@ -522,6 +522,36 @@ mod tests {
         );
     }
 
+    /// The examples of docs/catalog-switcher.md, kept true.
+    #[test]
+    fn the_documented_errors() {
+        for (text, column, starts) in [
+            ("r/c:{kube_minor}", 6, "unknown variable \"kube_minor\""),
+            ("r/c:{kube_major_version", 5, "'{' is never closed"),
+            ("r/c:v1}", 7, "'}' closes nothing"),
+            (
+                "{version:v1,kind:K,nam:n,jsonpath:a}",
+                20,
+                "unknown key \"nam\"",
+            ),
+            (
+                "{version:v1,kind:K,kind:L,name:n,jsonpath:a}",
+                20,
+                "key \"kind\" is given twice",
+            ),
+            (
+                "{version:v1,kind:K,jsonpath:a}",
+                2,
+                "the object variable has no \"name\"",
+            ),
+            ("{jsonpath:spec[}", 11, "jsonpath \"spec[\" does not parse"),
+        ] {
+            let e = parse(text).unwrap_err();
+            assert_eq!(e.column, column, "{text}: {e}");
+            assert!(e.kind.to_string().starts_with(starts), "{text}: {e}");
+        }
+    }
+
     #[test]
     fn commas_and_braces_inside_a_jsonpath_do_not_split_it() {
         let t = parse("{version:v1,kind:K,name:n,jsonpath:{.spec.items[?(@.name=='a,b')].tag}}")
