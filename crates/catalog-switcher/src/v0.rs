@@ -46,6 +46,11 @@ pub async fn supervise(
     .boxed();
     let mut running: Option<(CancellationToken, tokio::task::JoinHandle<()>)> = None;
     let mut said_absent = false;
+    // Whether the CRD object exists: discovery serves a new CRD's kind a moment after the CRD
+    // is established, so until it does, discovery is asked again every second (for a minute
+    // after each change of the CRD: a CRD that never serves v1alpha1 is not polled forever).
+    let mut crd_exists = false;
+    let mut retries: u32 = 0;
     loop {
         let is_served = served(&client).await;
         match (is_served, running.is_some()) {
@@ -92,12 +97,24 @@ pub async fn supervise(
             }
             _ => {}
         }
+        let waiting_for_discovery = crd_exists && !is_served && retries < 60;
         // Any change of the CRD (created, established, deleted) or of its watch: look again.
         tokio::select! {
             () = shutdown.cancelled() => break,
-            event = crd_events.next() => {
-                if event.is_none() {
-                    break;
+            () = tokio::time::sleep(std::time::Duration::from_secs(1)), if waiting_for_discovery => {
+                retries += 1;
+            }
+            event = crd_events.next() => match event {
+                None => break,
+                Some(Ok(watcher::Event::Apply(_) | watcher::Event::InitApply(_))) => {
+                    crd_exists = true;
+                    retries = 0;
+                }
+                Some(Ok(watcher::Event::Delete(_))) => crd_exists = false,
+                Some(Ok(watcher::Event::Init)) => crd_exists = false,
+                Some(Ok(watcher::Event::InitDone)) => {}
+                Some(Err(error)) => {
+                    tracing::warn!(%error, "the watch of the CatalogSource CRD failed; it retries");
                 }
             }
         }

@@ -660,6 +660,18 @@ async fn an_operator_moves_one_upgrade_edge_at_a_time() {
     wait_bd_image(&ctx, &name, &bundle_image(pkg, "1.2.0", ""))
         .await
         .unwrap();
+    // The recording watch is a watch of its own: it may see 1.2.0 a moment after the wait
+    // above did.
+    let last = bundle_image(pkg, "1.2.0", "");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while seen.lock().unwrap().last() != Some(&last) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the watch never saw {last}"
+        );
+        // Polling our own watch's record, bounded by the deadline above.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     watch.abort();
     // After 1.0.0 (which the watch may report first or not), 1.1.0, then 1.2.0.
     let first = bundle_image(pkg, "1.0.0", "");
