@@ -496,19 +496,6 @@ pub fn start_operator_controller_with(
     })
 }
 
-static CATALOG_SWITCHER: OnceLock<std::result::Result<CatalogSwitcher, String>> = OnceLock::new();
-
-/// The catalog-switcher of this test process, started on first use as the `catalog-switcher`
-/// ServiceAccount (with the RBAC of `config/rbac/catalog-switcher.yaml`).
-pub fn catalog_switcher() -> Result<&'static CatalogSwitcher> {
-    CATALOG_SWITCHER
-        .get_or_init(|| {
-            start_catalog_switcher_with("catalog-switcher", &[]).map_err(|e| e.to_string())
-        })
-        .as_ref()
-        .map_err(|e| Error::Cluster(e.clone()))
-}
-
 /// Starts a catalog-switcher of its own, named `name` in logs, with `extra_args`.
 pub fn start_catalog_switcher_with(name: &str, extra_args: &[String]) -> Result<CatalogSwitcher> {
     let (base, dir, kubeconfig) = working_dir(name, "catalog-switcher.yaml", "catalog-switcher")?;

@@ -351,5 +351,29 @@ async fn catalog_sources_are_switched_once_their_crd_is_served() {
     );
     let content = std::fs::read_to_string(&log).unwrap_or_default();
     assert_eq!(content.matches("is not served").count(), 1, "said once");
+
+    // A CatalogSource's template reads only its own namespace, whatever the allowlist says.
+    let other = serde_json::json!({"metadata": {"annotations": {
+        "olm.catalogImageTemplate": "quay.io/example/catalog:{version:v1,kind:ConfigMap,name:c,namespace:kube-system,jsonpath:data.tag}"
+    }}});
+    sources
+        .patch(name, &PatchParams::default(), &Patch::Merge(&other))
+        .await
+        .unwrap();
+    wait_for(
+        &sources,
+        name,
+        "NotAllowed outside its namespace",
+        DEADLINE,
+        |s| {
+            s.and_then(|s| s.status.as_ref()).is_some_and(|st| {
+                find_condition(&st.conditions, "TemplatesHaveResolved").is_some_and(|c| {
+                    c.reason == "NotAllowed" && c.message.contains("is outside namespace")
+                })
+            })
+        },
+    )
+    .await
+    .unwrap();
     ctx.cleanup().await.unwrap();
 }

@@ -3,7 +3,8 @@
 //! again when the API server's version changes, and reconciles counted in the
 //! controller-runtime metrics.
 
-use std::sync::Arc;
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
@@ -18,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::reconcile::{self, Context};
 use crate::switched::Switched;
 use crate::version::KubeVersion;
+use crate::watches::Dependent;
 
 /// The Catalog controller's name in metrics and logs.
 pub const CATALOGS: &str = "catalog-image-template";
@@ -39,7 +41,8 @@ pub fn version_changes(
 }
 
 /// Runs the controller of `api`'s kind until `stop`. `observe` sees every event of the kind's
-/// watch (readiness, deletions, re-lists).
+/// watch (readiness, re-lists). Objects deleted, or gone while the watch was down (a re-list
+/// does not say which went), stop being readers of the objects their templates read.
 pub async fn run<K>(
     name: &'static str,
     api: Api<K>,
@@ -53,6 +56,24 @@ pub async fn run<K>(
     K::DynamicType: Eq + std::hash::Hash + Clone + Default,
 {
     metrics.register_controller(name, usize::from(CONCURRENCY));
+    let listed: Mutex<BTreeSet<Dependent>> = Mutex::default();
+    let watches = ctx.watches.clone();
+    let observe = move |event: &Result<watcher::Event<K>, watcher::Error>| {
+        let lock = || listed.lock().unwrap_or_else(PoisonError::into_inner);
+        match event {
+            Ok(watcher::Event::Init) => lock().clear(),
+            Ok(watcher::Event::InitApply(object)) => {
+                lock().insert(object.dependent());
+            }
+            Ok(watcher::Event::InitDone) => {
+                let alive = std::mem::take(&mut *lock());
+                watches.retain(|d| !K::owns(d) || alive.contains(d));
+            }
+            Ok(watcher::Event::Delete(object)) => watches.set(&object.dependent(), BTreeSet::new()),
+            Ok(watcher::Event::Apply(_)) | Err(_) => {}
+        }
+        observe(event);
+    };
     let (reader, writer) = reflector::store();
     let objects = watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()

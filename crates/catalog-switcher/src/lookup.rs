@@ -67,13 +67,20 @@ impl Objects {
 
     /// The key of the watch that follows `object`, when its kind is served and the allowlist
     /// lets the switcher read it (a not-allowed object is never watched).
-    pub async fn watch_key(&self, object: &ObjectRef) -> Option<crate::watches::WatchKey> {
+    pub async fn watch_key(
+        &self,
+        object: &ObjectRef,
+        confined_to: Option<&str>,
+    ) -> Option<crate::watches::WatchKey> {
         let (resource, namespaced) = self.resource(object).await.ok()?;
         let namespace = if namespaced {
             Some(object.namespace.as_deref()?)
         } else {
             None
         };
+        if confined_to.is_some() && namespace != confined_to {
+            return None;
+        }
         self.allowlist
             .allows(
                 &resource.group,
@@ -84,8 +91,15 @@ impl Objects {
             .then(|| crate::watches::WatchKey::new(&resource, namespace, &object.name))
     }
 
-    /// Looks `target` up; `itself` is the annotated object, as JSON.
-    pub async fn lookup(&self, target: &Target, itself: &serde_json::Value) -> Lookup {
+    /// Looks `target` up; `itself` is the annotated object, as JSON. A namespaced object (a v0
+    /// CatalogSource) is `confined_to` its namespace: whoever may create one there must not
+    /// read, through it, what lives in other namespaces.
+    pub async fn lookup(
+        &self,
+        target: &Target,
+        itself: &serde_json::Value,
+        confined_to: Option<&str>,
+    ) -> Lookup {
         let object = match target {
             Target::Itself => return Lookup::Found(itself.clone()),
             Target::Other(object) => object,
@@ -107,6 +121,13 @@ impl Objects {
         } else {
             None
         };
+        if let Some(own) = confined_to
+            && namespace != Some(own)
+        {
+            return Lookup::NotAllowed(format!(
+                "{object} is outside namespace {own}; a template on a namespaced object reads only objects of its own namespace"
+            ));
+        }
         if !self.allowlist.allows(
             &resource.group,
             &resource.version,

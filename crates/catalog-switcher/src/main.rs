@@ -12,7 +12,6 @@ use catalog_switcher::allowlist::{Allowed, Allowlist};
 use catalog_switcher::controller;
 use catalog_switcher::lookup::Objects;
 use catalog_switcher::reconcile::Context;
-use catalog_switcher::switched::Switched;
 use catalog_switcher::version::KubeVersion;
 use catalog_switcher::watches::{Requeue, Watches};
 use clap::Parser;
@@ -38,6 +37,10 @@ struct Flags {
     /// `[GROUP/]VERSION/RESOURCE[@NAMESPACE]`); nothing else is read.
     #[arg(long, value_delimiter = ',')]
     allowed_resources: Vec<Allowed>,
+    /// Switch OLM v0 CatalogSources too, while their CRD is served. Turn it off where OLM v0's
+    /// own catalog-operator switches them, so the two do not take turns rewriting them.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    switch_catalog_sources: bool,
     /// Log format: plain or json.
     #[arg(long, default_value = "plain")]
     log_format: telemetry::LogFormat,
@@ -131,12 +134,14 @@ async fn main() -> Result<()> {
         watches: watches.clone(),
         events: olm_runtime::EventPublisher::from_env(client.clone(), "catalog-switcher"),
     });
-    let v0 = tokio::spawn(catalog_switcher::v0::supervise(
-        ctx.clone(),
-        metrics.clone(),
-        requeue,
-        shutdown.clone(),
-    ));
+    let v0 = flags.switch_catalog_sources.then(|| {
+        tokio::spawn(catalog_switcher::v0::supervise(
+            ctx.clone(),
+            metrics.clone(),
+            requeue,
+            shutdown.clone(),
+        ))
+    });
     controller::run(
         controller::CATALOGS,
         Api::<Catalog>::all(client.clone()),
@@ -148,9 +153,7 @@ async fn main() -> Result<()> {
             Ok(watcher::Event::InitDone | watcher::Event::Apply(_)) => {
                 catalogs_ready.set_ready(true)
             }
-            // A deleted Catalog reads nothing any more.
-            Ok(watcher::Event::Delete(c)) => watches.set(&c.dependent(), Default::default()),
-            Ok(watcher::Event::InitApply(_)) => {}
+            Ok(watcher::Event::Delete(_) | watcher::Event::InitApply(_)) => {}
             Err(error) => {
                 tracing::warn!(%error, "the Catalog watch failed; not ready until it recovers");
                 catalogs_ready.set_ready(false);
@@ -160,7 +163,9 @@ async fn main() -> Result<()> {
     )
     .await;
     shutdown.cancel();
-    let _ = v0.await;
+    if let Some(v0) = v0 {
+        let _ = v0.await;
+    }
     let _ = poller.await;
     let _ = admin.await;
     tracing::info!("catalog-switcher stopped");

@@ -83,17 +83,21 @@ pub async fn outcome<K: Switched>(
         }
     };
     // Read each object once, then fill synchronously.
-    let itself = serde_json::to_value(object).unwrap_or_default();
+    let itself = object.itself();
+    let confined_to = object.confined_to();
     let mut found: HashMap<Target, Lookup> = HashMap::new();
     for part in &template.parts {
         if let Part::Object(var) = part
             && !found.contains_key(&var.target)
         {
-            let looked = ctx.objects.lookup(&var.target, &itself).await;
+            let looked = ctx
+                .objects
+                .lookup(&var.target, &itself, confined_to.as_deref())
+                .await;
             found.insert(var.target.clone(), looked);
             // Watched even when missing: its creation must re-resolve the template.
             if let Target::Other(object) = &var.target
-                && let Some(key) = ctx.objects.watch_key(object).await
+                && let Some(key) = ctx.objects.watch_key(object, confined_to.as_deref()).await
             {
                 keys.insert(key);
             }
@@ -169,11 +173,14 @@ pub async fn reconcile<K: Switched>(object: Arc<K>, ctx: Arc<Context>) -> Result
     }
     let desired = merged(object.conditions(), decision.status.as_ref());
     let ours = |conditions: &[Condition]| -> Vec<Condition> {
-        conditions
+        let mut ours: Vec<Condition> = conditions
             .iter()
             .filter(|c| c.type_ == TEMPLATES_HAVE_RESOLVED || c.type_ == RESOLVED_IMAGE)
             .cloned()
-            .collect()
+            .collect();
+        // In `merged`'s order, whatever order the API server keeps them in.
+        ours.sort_by(|a, b| a.type_.cmp(&b.type_).reverse());
+        ours
     };
     let desired_template = decision
         .status
@@ -204,8 +211,19 @@ pub async fn reconcile<K: Switched>(object: Arc<K>, ctx: Arc<Context>) -> Result
                 .await;
         }
     }
-    Ok(Action::await_change())
+    Ok(match outcome {
+        // An object that is not there yet, a kind not served yet, a read that failed: watches
+        // notice most of these, but not all (a CRD installed after the template), so look again
+        // later too.
+        Some(Outcome::Unresolved { reason, .. }) if reason == UNABLE_TO_RESOLVE => {
+            Action::requeue(UNRESOLVED_RECHECK)
+        }
+        _ => Action::await_change(),
+    })
 }
+
+/// How soon an unresolved template is tried again even if nothing it watches changes.
+pub const UNRESOLVED_RECHECK: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The apply patch's identity: apiVersion, kind, name (and namespace).
 fn skeleton<K: Switched>(object: &K) -> serde_json::Value {

@@ -134,8 +134,10 @@ pub fn fill(
         Ok(_) => Outcome::Resolved(filled),
         Err(e) => Outcome::Unresolved {
             reason: UNABLE_TO_RESOLVE,
+            // The result is in `partial` (the ResolvedImage condition), not in the message:
+            // messages also go into events, which more people may read than the object.
             message: format!(
-                "cannot construct catalog image reference, because the result {filled:?} is not an image reference: {e}"
+                "cannot construct catalog image reference, because the result is not an image reference ({e}); the ResolvedImage condition shows it"
             ),
             partial: filled,
         },

@@ -154,6 +154,16 @@ pub enum ParseErrorKind {
     /// A key with an empty value.
     #[error("key {0:?} has an empty value")]
     EmptyValue(String),
+    /// A value that cannot be what its key names (it would be pasted into a request path).
+    #[error("{key} {value:?} is not {rule}")]
+    InvalidValue {
+        /// The key.
+        key: String,
+        /// The value.
+        value: String,
+        /// What it must be.
+        rule: &'static str,
+    },
     /// The JSONPath does not parse.
     #[error("jsonpath {path:?} does not parse: {why}")]
     BadJsonPath {
@@ -168,6 +178,8 @@ const KEYS: [&str; 6] = ["group", "version", "kind", "name", "namespace", "jsonp
 
 /// Parses a template.
 pub fn parse(text: &str) -> Result<Template, ParseError> {
+    // A YAML block scalar (`|`) ends the annotation with a newline; no reference has one.
+    let text = text.trim_end();
     let chars: Vec<char> = text.chars().collect();
     let mut parts = Vec::new();
     let mut literal = String::new();
@@ -272,6 +284,17 @@ fn variable(inner: &str, column: usize) -> Result<Part, ParseError> {
                 },
             ));
         }
+        if let Some(rule) = invalid(key_trimmed, value) {
+            let value_offset = offset + key.chars().count() + 1;
+            return Err(at(
+                value_offset,
+                ParseErrorKind::InvalidValue {
+                    key: key_trimmed.to_owned(),
+                    value: value.to_owned(),
+                    rule,
+                },
+            ));
+        }
         values[slot] = Some(value.to_owned());
     }
     let [group, version, kind, name, namespace, jsonpath] = values;
@@ -300,6 +323,49 @@ fn variable(inner: &str, column: usize) -> Result<Part, ParseError> {
         }),
         jsonpath,
     }))
+}
+
+/// What `value` must be and is not, for `key`. Names and namespaces end up in request paths:
+/// only the characters Kubernetes allows in them pass, so a template cannot reach another
+/// path (`kube-system/secrets/x`, `x/status`).
+fn invalid(key: &str, value: &str) -> Option<&'static str> {
+    let dns_label = |v: &str| {
+        !v.is_empty()
+            && v.len() <= 63
+            && v.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !v.starts_with('-')
+            && !v.ends_with('-')
+    };
+    let dns_subdomain = |v: &str| v.len() <= 253 && v.split('.').all(dns_label);
+    match key {
+        "group" if !value.is_empty() && !dns_subdomain(value) => {
+            Some("an API group (a DNS subdomain, such as example.com)")
+        }
+        "version"
+            if !(value
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())) =>
+        {
+            Some("an API version (lower-case letters and digits, such as v1 or v1beta1)")
+        }
+        "kind"
+            if !(value.bytes().all(|b| b.is_ascii_alphanumeric())
+                && value
+                    .bytes()
+                    .next()
+                    .is_some_and(|b| b.is_ascii_alphabetic())) =>
+        {
+            Some("a kind (letters and digits, such as ConfigMap)")
+        }
+        "name" if !dns_subdomain(value) => {
+            Some("an object name (a DNS subdomain: lower-case letters, digits, '-' and '.')")
+        }
+        "namespace" if !dns_label(value) => {
+            Some("a namespace (a DNS label: lower-case letters, digits and '-')")
+        }
+        _ => None,
+    }
 }
 
 /// The `key:value` pairs of an object variable with their offsets (in characters), split on
@@ -522,6 +588,39 @@ mod tests {
         );
     }
 
+    #[test]
+    fn names_and_namespaces_cannot_reach_other_paths() {
+        for (text, key) in [
+            (
+                "{version:v1,kind:Namespace,name:kube-system/configmaps/x,jsonpath:a}",
+                "name",
+            ),
+            (
+                "{version:v1,kind:ConfigMap,name:n,namespace:kube-system/secrets/s?,jsonpath:a}",
+                "namespace",
+            ),
+            (
+                "{version:v1,kind:ConfigMap,name:x%2Fstatus,jsonpath:a}",
+                "name",
+            ),
+            ("{version:v1,kind:Config-Map,name:n,jsonpath:a}", "kind"),
+            (
+                "{group:Example.com,version:v1,kind:K,name:n,jsonpath:a}",
+                "group",
+            ),
+            ("{version:V1,kind:K,name:n,jsonpath:a}", "version"),
+        ] {
+            let e = parse(text).unwrap_err();
+            assert!(
+                matches!(&e.kind, ParseErrorKind::InvalidValue { key: k, .. } if k == key),
+                "{text}: {e}"
+            );
+        }
+        assert!(parse("{group:apps.example.com,version:v1beta1,kind:Sample,name:my.sample-1,namespace:ns-1,jsonpath:a}").is_ok());
+        // A trailing newline (YAML block scalar) is not part of the template.
+        assert_eq!(parse("r/c:v1\n").unwrap().to_string(), "r/c:v1");
+    }
+
     /// The examples of docs/catalog-switcher.md, kept true.
     #[test]
     fn the_documented_errors() {
@@ -545,6 +644,11 @@ mod tests {
                 "the object variable has no \"name\"",
             ),
             ("{jsonpath:spec[}", 11, "jsonpath \"spec[\" does not parse"),
+            (
+                "{version:v1,kind:ConfigMap,name:x/status,jsonpath:a}",
+                33,
+                "name \"x/status\" is not an object name",
+            ),
         ] {
             let e = parse(text).unwrap_err();
             assert_eq!(e.column, column, "{text}: {e}");

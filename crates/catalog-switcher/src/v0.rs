@@ -58,19 +58,13 @@ pub async fn supervise(
                 let stop = shutdown.child_token();
                 let (tx, rx) = futures::channel::mpsc::unbounded();
                 *lock(&requeue.catalog_sources) = Some(tx);
-                let watches = ctx.watches.clone();
                 let task = tokio::spawn(controller::run(
                     CATALOG_SOURCES,
                     Api::<CatalogSource>::all(client.clone()),
                     ctx.clone(),
                     metrics.clone(),
                     rx,
-                    move |event| {
-                        // A deleted CatalogSource reads nothing any more.
-                        if let Ok(watcher::Event::Delete(source)) = event {
-                            watches.set(&source.dependent(), Default::default());
-                        }
-                    },
+                    |_| {},
                     stop.clone(),
                 ));
                 tracing::info!(
@@ -85,6 +79,8 @@ pub async fn supervise(
                     let _ = task.await;
                 }
                 *lock(&requeue.catalog_sources) = None;
+                // Its objects read nothing any more.
+                ctx.watches.retain(|d| !CatalogSource::owns(d));
                 tracing::info!(
                     "CatalogSource is no longer served: stopped switching CatalogSources"
                 );
@@ -97,7 +93,11 @@ pub async fn supervise(
             }
             _ => {}
         }
-        let waiting_for_discovery = crd_exists && !is_served && retries < 60;
+        // Discovery lags the CRD both ways: ask again while the two disagree.
+        if crd_exists == is_served {
+            retries = 0;
+        }
+        let waiting_for_discovery = crd_exists != is_served && retries < 60;
         // Any change of the CRD (created, established, deleted) or of its watch: look again.
         tokio::select! {
             () = shutdown.cancelled() => break,

@@ -13,7 +13,7 @@ use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::core::GroupVersionKind;
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use olm_api::catalog::Catalog;
 use olm_api::catalog_source_v0::CatalogSource;
 use prometheus::IntGauge;
@@ -126,13 +126,19 @@ impl Dependencies {
     pub fn watched(&self) -> usize {
         self.by_key.len()
     }
+
+    /// Every object that reads something.
+    pub fn dependents(&self) -> impl Iterator<Item = &Dependent> {
+        self.by_catalog.keys()
+    }
 }
 
 /// The running watches.
 pub struct Watches {
     client: kube::Client,
-    deps: Mutex<Dependencies>,
-    running: Mutex<HashMap<WatchKey, JoinHandle<()>>>,
+    /// The bookkeeping and the running watches, under one lock: two readers changing at once
+    /// must not start, replace or abort each other's watch.
+    state: Mutex<State>,
     requeue: Requeue,
     gauge: IntGauge,
 }
@@ -148,13 +154,18 @@ pub struct Requeue {
         Arc<Mutex<Option<futures::channel::mpsc::UnboundedSender<ObjectRef<CatalogSource>>>>>,
 }
 
+#[derive(Default)]
+struct State {
+    deps: Dependencies,
+    running: HashMap<WatchKey, JoinHandle<()>>,
+}
+
 impl Watches {
     /// Watches that re-queue dependents through `requeue`, counted in `gauge`.
     pub fn new(client: kube::Client, requeue: Requeue, gauge: IntGauge) -> Arc<Self> {
         Arc::new(Self {
             client,
-            deps: Mutex::default(),
-            running: Mutex::default(),
+            state: Mutex::default(),
             requeue,
             gauge,
         })
@@ -162,14 +173,10 @@ impl Watches {
 
     /// Records what `catalog` reads now, and starts and stops watches to match.
     pub fn set(self: &Arc<Self>, catalog: &Dependent, keys: BTreeSet<WatchKey>) {
-        let (changes, watched) = {
-            let mut deps = self.deps.lock().unwrap_or_else(PoisonError::into_inner);
-            let changes = deps.set(catalog, keys);
-            (changes, deps.watched())
-        };
-        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let changes = state.deps.set(catalog, keys);
         for key in changes.stop {
-            if let Some(handle) = running.remove(&key) {
+            if let Some(handle) = state.running.remove(&key) {
                 handle.abort();
                 tracing::debug!(?key, "stopped watching");
             }
@@ -179,9 +186,29 @@ impl Watches {
             let watched_key = key.clone();
             let handle = tokio::spawn(async move { this.watch(watched_key).await });
             tracing::debug!(?key, "watching");
-            running.insert(key, handle);
+            if let Some(replaced) = state.running.insert(key, handle) {
+                replaced.abort();
+            }
         }
-        self.gauge.set(i64::try_from(watched).unwrap_or(i64::MAX));
+        self.gauge
+            .set(i64::try_from(state.deps.watched()).unwrap_or(i64::MAX));
+    }
+
+    /// Forgets every reader for which `alive` is false (objects deleted while no event said
+    /// so, or whose controller stopped), stopping the watches only they needed.
+    pub fn retain(self: &Arc<Self>, alive: impl Fn(&Dependent) -> bool) {
+        let gone: Vec<Dependent> = {
+            let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            state
+                .deps
+                .dependents()
+                .filter(|d| !alive(d))
+                .cloned()
+                .collect()
+        };
+        for dependent in gone {
+            self.set(&dependent, BTreeSet::new());
+        }
     }
 
     async fn watch(self: Arc<Self>, key: WatchKey) {
@@ -191,7 +218,9 @@ impl Watches {
             None => Api::all_with(self.client.clone(), &resource),
         };
         let config = watcher::Config::default().fields(&format!("metadata.name={}", key.name));
-        let mut events = watcher::watcher(api, config).boxed();
+        // Backed off like every other watch: a read the RBAC refuses, or a kind that went, must
+        // not become a tight loop of requests.
+        let mut events = watcher::watcher(api, config).default_backoff().boxed();
         while let Some(event) = events.next().await {
             let changed = match event {
                 // The initial list is done (the object may have changed between the template's
@@ -207,9 +236,10 @@ impl Watches {
             };
             if changed {
                 let readers = self
-                    .deps
+                    .state
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
+                    .deps
                     .readers(&key);
                 for reader in readers {
                     let _ = match reader {

@@ -6,12 +6,13 @@ use catalog_switcher::template::{KubeVar, ObjectRef, ObjectVar, Part, Target, Te
 use proptest::prelude::*;
 
 fn literal() -> impl Strategy<Value = String> {
-    // Anything but braces, which would be variables.
-    "[a-zA-Z0-9./:@_ -]{1,12}"
+    // Anything but braces, which would be variables, and no trailing space (the parser
+    // drops a template's trailing whitespace).
+    "[a-zA-Z0-9./:@_-]([a-zA-Z0-9./:@_ -]{0,10}[a-zA-Z0-9./:@_-])?"
 }
 
 fn name() -> impl Strategy<Value = String> {
-    "[a-z][a-z0-9-]{0,10}"
+    "[a-z]([a-z0-9-]{0,8}[a-z0-9])?"
 }
 
 fn jsonpath() -> impl Strategy<Value = String> {

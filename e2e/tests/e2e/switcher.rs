@@ -351,5 +351,31 @@ async fn an_object_template_follows_a_configmap() {
         "{message}"
     );
     assert_eq!(c.spec.source.image.as_ref().unwrap().r#ref, reference("b"));
+    // The ConfigMap is read no more: its watch stopped (a Secret off the allowlist is never
+    // watched).
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while olm_e2e::catalogs::metric(&switcher.admin_url, "catalog_switcher_watched_objects", &[])
+        .await
+        .unwrap()
+        != 0.0
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the watch did not stop"
+        );
+        // Polling a metric, bounded by the deadline above.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // A name that would reach another path never leaves the parser.
+    set_annotation(
+        &api,
+        &name,
+        json!(format!(
+            "{}/{repository}:{{version:v1,kind:ConfigMap,name:x/status,namespace:{ns},jsonpath:data.tag}}",
+            registry.host
+        )),
+    )
+    .await;
+    unresolved("is not an object name").await;
     ctx.cleanup().await.unwrap();
 }
