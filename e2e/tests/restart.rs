@@ -376,4 +376,15 @@ async fn catalog_sources_are_switched_once_their_crd_is_served() {
     .await
     .unwrap();
     ctx.cleanup().await.unwrap();
+
+    // The CRD goes: the switcher stops switching CatalogSources, and says so. (Installed again
+    // afterwards, as the harness had it.)
+    crds.delete(crd_name, &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_for_deletion(&crds, crd_name, DEADLINE).await.unwrap();
+    log_says("is no longer served: stopped switching CatalogSources").await;
+    crds.create(&Default::default(), &CatalogSource::crd())
+        .await
+        .unwrap();
 }
