@@ -13,6 +13,7 @@ pub mod apply;
 pub mod catalogs;
 pub mod cluster;
 pub mod context;
+pub mod git;
 pub mod images;
 pub mod manager;
 pub mod operators;
