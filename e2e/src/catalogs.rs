@@ -136,6 +136,33 @@ pub async fn metric(admin_url: &str, name: &str, labels: &[&str]) -> Result<f64>
     Ok(sample(&text, name, labels).unwrap_or(0.0))
 }
 
+/// Waits (at most `deadline`) until the metric sample `name{labels}` on `admin_url` satisfies
+/// `done`; `what` names the wait in the failure.
+pub async fn wait_metric(
+    admin_url: &str,
+    name: &str,
+    labels: &[&str],
+    what: &str,
+    done: impl Fn(f64) -> bool,
+) -> Result<f64> {
+    let deadline = std::time::Instant::now() + DEADLINE;
+    loop {
+        let value = metric(admin_url, name, labels).await.unwrap_or(0.0);
+        if done(value) {
+            return Ok(value);
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(Error::Timeout {
+                what: what.to_owned(),
+                seconds: DEADLINE.as_secs(),
+                last_state: format!("{name} = {value}"),
+            });
+        }
+        // Polling a metric, bounded by the deadline above.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// The value of `name{labels}` in a Prometheus text exposition.
 pub fn sample(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
     text.lines()

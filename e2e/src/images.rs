@@ -114,6 +114,18 @@ fn sha256(bytes: &[u8]) -> String {
     format!("sha256:{hex}")
 }
 
+/// `len` bytes that gzip cannot shrink (a binary's worth of layer), derived from `seed`.
+pub fn noise(len: usize, seed: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len + 32);
+    let mut block = Sha256::digest(seed).to_vec();
+    while out.len() < len {
+        block = Sha256::digest(&block).to_vec();
+        out.extend_from_slice(&block);
+    }
+    out.truncate(len);
+    out
+}
+
 /// The OCI name of this machine's architecture.
 pub fn architecture() -> &'static str {
     match std::env::consts::ARCH {

@@ -465,58 +465,54 @@ pub fn start_operator_controller_with(
     name: &str,
     extra_args: &[String],
 ) -> Result<OperatorController> {
-    let (base, dir, kubeconfig) =
-        working_dir(name, "operator-controller.yaml", "operator-controller")?;
-    let admin_port = free_port()?;
-    let mut args = vec![
-        format!("--admin-address=127.0.0.1:{admin_port}"),
-        "--catalog-recheck-seconds=2".into(),
-        "--max-backoff-seconds=4".into(),
-        "--fetch-timeout-seconds=10".into(),
+    let flags = [
+        "--catalog-recheck-seconds=2",
+        "--max-backoff-seconds=4",
+        "--fetch-timeout-seconds=10",
     ];
-    args.extend(extra_args.iter().cloned());
-    let admin_url = format!("http://127.0.0.1:{admin_port}");
-    let log = base.join("logs").join(format!("{name}.log"));
-    let manager = launch(
+    start_running(
         "operator-controller",
-        &args,
-        &kubeconfig,
-        &log,
-        &dir,
-        &admin_url,
-    )?;
-    Ok(Running {
-        manager,
-        admin_url,
-        kubeconfig,
-        binary: "operator-controller",
-        name: name.to_owned(),
-        args,
-        log_dir: base.join("logs"),
-    })
+        "operator-controller.yaml",
+        name,
+        &flags,
+        extra_args,
+    )
 }
 
 /// Starts a catalog-switcher of its own, named `name` in logs, with `extra_args`.
 pub fn start_catalog_switcher_with(name: &str, extra_args: &[String]) -> Result<CatalogSwitcher> {
-    let (base, dir, kubeconfig) = working_dir(name, "catalog-switcher.yaml", "catalog-switcher")?;
+    start_running(
+        "catalog-switcher",
+        "catalog-switcher.yaml",
+        name,
+        &[],
+        extra_args,
+    )
+}
+
+/// Starts `binary` as its ServiceAccount (named like it, with the RBAC of
+/// `config/rbac/<rbac_file>`), named `name` in logs, on a free admin port, with `flags` and
+/// then `extra_args`.
+fn start_running(
+    binary: &'static str,
+    rbac_file: &'static str,
+    name: &str,
+    flags: &[&str],
+    extra_args: &[String],
+) -> Result<Running> {
+    let (base, dir, kubeconfig) = working_dir(name, rbac_file, binary)?;
     let admin_port = free_port()?;
     let mut args = vec![format!("--admin-address=127.0.0.1:{admin_port}")];
+    args.extend(flags.iter().map(|f| (*f).to_owned()));
     args.extend(extra_args.iter().cloned());
     let admin_url = format!("http://127.0.0.1:{admin_port}");
     let log = base.join("logs").join(format!("{name}.log"));
-    let manager = launch(
-        "catalog-switcher",
-        &args,
-        &kubeconfig,
-        &log,
-        &dir,
-        &admin_url,
-    )?;
+    let manager = launch(binary, &args, &kubeconfig, &log, &dir, &admin_url)?;
     Ok(Running {
         manager,
         admin_url,
         kubeconfig,
-        binary: "catalog-switcher",
+        binary,
         name: name.to_owned(),
         args,
         log_dir: base.join("logs"),

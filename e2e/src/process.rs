@@ -72,6 +72,17 @@ pub fn spawn_tethered(
         .map_err(|e| Error::Cluster(format!("starting {}: {e}", program.display())))
 }
 
+/// The peak resident memory (VmHWM) of process `pid`, in MiB (0 when it cannot be read).
+pub fn peak_rss_mib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .unwrap_or(0)
+        / 1024
+}
+
 /// A child kept alive for the rest of the process (its handle must not be dropped and reaped
 /// behind our back while we may still signal it).
 pub type Kept = Arc<Mutex<Child>>;

@@ -8,7 +8,6 @@ use kube::api::Api;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use olm_api::bundle_deployment::BundleDeployment;
 use olm_api::conditions::find_condition;
-use olm_e2e::catalogs::metric;
 use olm_e2e::catalogs::{
     DEADLINE, configmap_source, create_catalog, example_catalog, put_catalog_configmap, status,
     unpacked_configmap_catalog, wait_reason, wait_unpacked,
@@ -146,26 +145,15 @@ async fn operators_wait_out_a_stopped_catalogd_and_a_restart_rewrites_nothing() 
     // A restarted operator-controller reconciles the Operator (at start-up) and writes
     // nothing.
     let oc = oc.restart().unwrap();
-    let url = oc.admin_url.clone();
-    let deadline = std::time::Instant::now() + DEADLINE;
-    loop {
-        let done = metric(
-            &url,
-            "controller_runtime_reconcile_total",
-            &["controller=\"operator\"", "result=\"requeue_after\""],
-        )
-        .await
-        .unwrap();
-        if done >= 1.0 {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "operator-controller did not reconcile"
-        );
-        // Polling a metric, bounded by the deadline above.
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
+    olm_e2e::catalogs::wait_metric(
+        &oc.admin_url,
+        "controller_runtime_reconcile_total",
+        &["controller=\"operator\"", "result=\"requeue_after\""],
+        "operator-controller reconciles",
+        |done| done >= 1.0,
+    )
+    .await
+    .unwrap();
     let after = ops.get(&name).await.unwrap();
     assert_eq!(
         after.resource_version(),

@@ -16,6 +16,8 @@
 //! cargo bench -p catalogd --bench image
 //! ```
 
+mod common;
+use common::status_kib;
 use std::error::Error;
 use std::time::{Duration, Instant};
 
@@ -28,24 +30,11 @@ use olm_api::catalog::{
     Catalog, CatalogSpec, ImageSource as ImageSpec, ResolvedImageSource, ResolvedSource, Source,
     SourceType,
 };
-use olm_e2e::images::{Entry, layer, push};
+use olm_e2e::images::{Entry, layer, noise, push};
 use olm_e2e::registry::Registry;
 use olm_resolver::synth::{SynthConfig, generate};
 
 const AGENT: &str = "olm-rs-catalogd";
-
-fn status_kib(field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-}
-
-/// Resets the peak RSS to the current RSS (Linux: `5` to clear_refs).
-fn reset_peak() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
 
 fn catalog(reference: &str) -> Catalog {
     Catalog::new(
@@ -67,18 +56,6 @@ fn catalog(reference: &str) -> Catalog {
     )
 }
 
-fn noise(len: usize) -> Vec<u8> {
-    use sha2::{Digest, Sha256};
-    let mut out = Vec::with_capacity(len + 32);
-    let mut block = Sha256::digest(b"opm").to_vec();
-    while out.len() < len {
-        block = Sha256::digest(&block).to_vec();
-        out.extend_from_slice(&block);
-    }
-    out.truncate(len);
-    out
-}
-
 fn main() -> Result<(), Box<dyn Error>> {
     olm_runtime::client::install_crypto_provider();
     let runtime = tokio::runtime::Runtime::new()?;
@@ -98,7 +75,7 @@ async fn run() -> Result<(), Box<dyn Error>> {
     let fbc = generate(&SynthConfig::default());
     let mut changed = fbc.clone();
     changed.extend_from_slice(br#"{"schema":"olm.package","name":"bench-extra"}"#);
-    let base = layer(&[Entry::File("bin/opm".into(), noise(8 << 20))]);
+    let base = layer(&[Entry::File("bin/opm".into(), noise(8 << 20, b"opm"))]);
     let configs =
         |bytes: &[u8]| layer(&[Entry::File("configs/catalog.json".into(), bytes.to_vec())]);
     let labels = [(
@@ -215,7 +192,7 @@ async fn case(name: &str, host: &str, cache: &str) -> Result<(), Box<dyn Error>>
         Mode::Full
     };
     let start_kib = status_kib("VmRSS").unwrap_or(0);
-    reset_peak();
+    common::reset_peak();
     let started = Instant::now();
     let fetched = source.fetch(&catalog, &mode).await?;
     let elapsed = started.elapsed();

@@ -16,6 +16,8 @@
 //! cargo bench -p catalogd --bench serve
 //! ```
 
+mod common;
+use common::status_kib;
 use std::error::Error;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -135,14 +137,6 @@ async fn run(
     outcome
 }
 
-fn status_kib(field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-}
-
 fn main() -> Result<(), Box<dyn Error>> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let secs: u64 = std::env::var("OLM_BENCH_SECS")
@@ -246,7 +240,7 @@ fn main() -> Result<(), Box<dyn Error>> {
                     Duration::from_millis(300),
                 )
                 .await;
-                let _ = std::fs::write("/proc/self/clear_refs", "5");
+                common::reset_peak();
                 let o = run(&client, &base, scenario, concurrency, duration).await;
                 let peak = status_kib("VmHWM").unwrap_or_default() as f64 / 1024.0;
                 max_peak = max_peak.max(peak);

@@ -11,6 +11,8 @@
 //! cargo bench -p catalogd --bench unpack
 //! ```
 
+mod common;
+use common::status_kib;
 use std::error::Error;
 use std::time::{Duration, Instant};
 
@@ -18,15 +20,6 @@ use catalogd::store::{ALL_JSON_GZ, Rendered, Store};
 use olm_resolver::fbc::load_files;
 use olm_resolver::fbc::validate::validate;
 use olm_resolver::synth::{SynthConfig, generate};
-
-/// A field of /proc/self/status, in KiB.
-fn status_kib(field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-}
 
 fn mib(kib: Option<u64>) -> String {
     kib.map_or_else(|| "n/a".into(), |k| format!("{:.1} MiB", k as f64 / 1024.0))
@@ -75,7 +68,7 @@ fn main() -> Result<(), Box<dyn Error>> {
 
     // Writing 5 to clear_refs resets VmHWM to the current RSS (Linux >= 4.0), so the peak
     // below is the unpack's alone and not the generator's.
-    let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
+    let reset = common::reset_peak();
     let rss_before = status_kib("VmRSS");
 
     // The files are handed over by value, as catalogd does, so each is freed once parsed.

@@ -40,16 +40,6 @@ const OPERATORS: usize = 1_000;
 const PACKAGES: usize = 300;
 const CHANGED: usize = 30;
 
-fn vm_hwm_mib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .unwrap_or(0)
-        / 1024
-}
-
 /// Counts the changes a watch delivers after its initial list, for objects whose name starts
 /// with `prefix`.
 fn count_writes<K>(api: Api<K>, prefix: String) -> Arc<AtomicUsize>
@@ -305,8 +295,8 @@ async fn run(ctx: &TestContext) -> Result<()> {
     );
     println!(
         "peak memory (VmHWM): operator-controller {} MiB, catalogd {} MiB",
-        vm_hwm_mib(oc.manager.pid),
-        vm_hwm_mib(catalogd.manager.pid)
+        olm_e2e::process::peak_rss_mib(oc.manager.pid),
+        olm_e2e::process::peak_rss_mib(catalogd.manager.pid)
     );
     println!(
         "operator-controller metrics:\n{}",

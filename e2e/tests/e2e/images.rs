@@ -16,7 +16,7 @@ use olm_e2e::catalogs::{
     create_catalog, example_catalog, metric, status, unpacked_message, wait_reason, wait_unpacked,
 };
 use olm_e2e::context::TestContext;
-use olm_e2e::images::{Entry, Layer, base_layer, fbc_layer, layer, push, push_catalog};
+use olm_e2e::images::{self, Entry, Layer, base_layer, fbc_layer, layer, push, push_catalog};
 use olm_e2e::manager::{OLM_NAMESPACE, catalogd, free_port, operator_controller};
 use olm_e2e::operators::{create_operator, wait_bd_image, wait_resolved};
 use olm_e2e::registry::{Credentials, Registry};
@@ -487,7 +487,10 @@ async fn hostile_images_are_refused_and_the_last_good_content_is_served() {
             "big",
             vec![
                 fbc(),
-                layer(&[Entry::File("bin/blob".into(), noise(2 << 20))]),
+                layer(&[Entry::File(
+                    "bin/blob".into(),
+                    images::noise(2 << 20, b"olm-rs"),
+                )]),
             ],
             "ContentTooLarge",
             "more than the 1048576 catalogd accepts",
@@ -525,7 +528,7 @@ async fn hostile_images_are_refused_and_the_last_good_content_is_served() {
 
     // A small layer that unpacks to 256 MiB: refused while it streams, at the 1 MiB limit,
     // without catalogd's peak memory growing anywhere near that.
-    let peak_before = vm_hwm_mib(cd.manager.pid);
+    let peak_before = olm_e2e::process::peak_rss_mib(cd.manager.pid);
     push(
         registry,
         &repository,
@@ -546,7 +549,7 @@ async fn hostile_images_are_refused_and_the_last_good_content_is_served() {
         &good_body,
     )
     .await;
-    let peak_after = vm_hwm_mib(cd.manager.pid);
+    let peak_after = olm_e2e::process::peak_rss_mib(cd.manager.pid);
     assert!(
         peak_after < peak_before + 64,
         "catalogd's peak memory grew from {peak_before} to {peak_after} MiB"
@@ -609,19 +612,6 @@ fn digest_of(layer: &Layer) -> String {
     format!("sha256:{hex}")
 }
 
-/// `len` bytes that gzip cannot shrink.
-fn noise(len: usize) -> Vec<u8> {
-    use sha2::{Digest, Sha256};
-    let mut out = Vec::with_capacity(len + 32);
-    let mut block = Sha256::digest(b"olm-rs").to_vec();
-    while out.len() < len {
-        block = Sha256::digest(&block).to_vec();
-        out.extend_from_slice(&block);
-    }
-    out.truncate(len);
-    out
-}
-
 /// A gzip layer holding one file of `len` zero bytes, written without holding it.
 fn zero_bomb(len: u64) -> Layer {
     use std::io::Write;
@@ -645,14 +635,4 @@ fn zero_bomb(len: u64) -> Layer {
         // Not a true diff_id; catalogd does not read diff_ids.
         diff_id: format!("sha256:{}", "0".repeat(64)),
     }
-}
-
-fn vm_hwm_mib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .unwrap_or(0)
-        / 1024
 }

@@ -113,25 +113,15 @@ async fn a_kube_version_template_switches_the_catalog_image() {
     let before = api.get(&name).await.unwrap().resource_version();
     let switcher = switcher.restart().unwrap();
     let _stop_restarted = StopOnDrop(switcher.manager.clone());
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let total = olm_e2e::catalogs::metric(
-            &switcher.admin_url,
-            "controller_runtime_reconcile_total",
-            &["result=\"success\""],
-        )
-        .await
-        .unwrap_or(0.0);
-        if total >= 1.0 {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the switcher did not reconcile"
-        );
-        // Polling a metric, bounded by the deadline above.
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    olm_e2e::catalogs::wait_metric(
+        &switcher.admin_url,
+        "controller_runtime_reconcile_total",
+        &["result=\"success\""],
+        "the restarted switcher reconciles",
+        |total| total >= 1.0,
+    )
+    .await
+    .unwrap();
     assert_eq!(api.get(&name).await.unwrap().resource_version(), before);
 
     // A bad template: the reference stays, the condition names the column.
@@ -353,19 +343,15 @@ async fn an_object_template_follows_a_configmap() {
     assert_eq!(c.spec.source.image.as_ref().unwrap().r#ref, reference("b"));
     // The ConfigMap is read no more: its watch stopped (a Secret off the allowlist is never
     // watched).
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while olm_e2e::catalogs::metric(&switcher.admin_url, "catalog_switcher_watched_objects", &[])
-        .await
-        .unwrap()
-        != 0.0
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the watch did not stop"
-        );
-        // Polling a metric, bounded by the deadline above.
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    olm_e2e::catalogs::wait_metric(
+        &switcher.admin_url,
+        "catalog_switcher_watched_objects",
+        &[],
+        "the ConfigMap's watch stops",
+        |watched| watched == 0.0,
+    )
+    .await
+    .unwrap();
     // A name that would reach another path never leaves the parser.
     set_annotation(
         &api,

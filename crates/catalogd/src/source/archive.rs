@@ -162,40 +162,10 @@ pub(crate) fn parent(path: &str) -> &str {
 mod tests {
     use super::*;
 
-    /// A tar.gz written header by header: `tar::Builder` itself refuses the hostile paths and
-    /// links these tests need.
-    fn tar_gz(entries: &[(&str, tar::EntryType, &[u8], &str)]) -> Vec<u8> {
-        let mut tar = Vec::new();
-        for (path, kind, data, link) in entries {
-            let mut header = tar::Header::new_gnu();
-            header.set_entry_type(*kind);
-            header.set_size(data.len() as u64);
-            header.set_mode(0o644);
-            header.as_old_mut().name[..path.len()].copy_from_slice(path.as_bytes());
-            header.as_old_mut().linkname[..link.len()].copy_from_slice(link.as_bytes());
-            header.set_cksum();
-            tar.extend_from_slice(header.as_bytes());
-            tar.extend_from_slice(data);
-            tar.resize(tar.len().div_ceil(512) * 512, 0);
-        }
-        tar.resize(tar.len() + 1024, 0);
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-        std::io::Write::write_all(&mut gz, &tar).unwrap();
-        gz.finish().unwrap()
-    }
+    use crate::source::test_tar::{file, gzip, symlink, tar};
 
-    fn file(
-        path: &'static str,
-        data: &'static [u8],
-    ) -> (&'static str, tar::EntryType, &'static [u8], &'static str) {
-        (path, tar::EntryType::Regular, data, "")
-    }
-
-    fn symlink(
-        path: &'static str,
-        target: &'static str,
-    ) -> (&'static str, tar::EntryType, &'static [u8], &'static str) {
-        (path, tar::EntryType::Symlink, b"", target)
+    fn tar_gz(entries: &[crate::source::test_tar::Entry<'_>]) -> Vec<u8> {
+        gzip(&tar(entries))
     }
 
     #[test]

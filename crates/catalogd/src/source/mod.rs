@@ -7,6 +7,8 @@ pub mod configmaps;
 pub mod credentials;
 pub mod http;
 pub mod image;
+#[cfg(test)]
+pub(crate) mod test_tar;
 
 use futures::future::BoxFuture;
 use k8s_openapi::NamespaceResourceScope;

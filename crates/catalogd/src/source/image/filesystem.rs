@@ -549,41 +549,12 @@ mod tests {
     use super::*;
     use tar::EntryType;
 
-    type E = (&'static str, EntryType, &'static [u8], &'static str);
+    use crate::source::test_tar::{file, gzip, symlink, tar};
 
-    /// A tar written header by header: `tar::Builder` refuses the hostile entries needed here.
-    fn tar(entries: &[E]) -> Vec<u8> {
-        let mut tar = Vec::new();
-        for (path, kind, data, link) in entries {
-            let mut header = tar::Header::new_gnu();
-            header.set_entry_type(*kind);
-            header.set_size(data.len() as u64);
-            header.set_mode(0o644);
-            header.as_old_mut().name[..path.len()].copy_from_slice(path.as_bytes());
-            header.as_old_mut().linkname[..link.len()].copy_from_slice(link.as_bytes());
-            header.set_cksum();
-            tar.extend_from_slice(header.as_bytes());
-            tar.extend_from_slice(data);
-            tar.resize(tar.len().div_ceil(512) * 512, 0);
-        }
-        tar.resize(tar.len() + 1024, 0);
-        tar
-    }
+    type E = crate::source::test_tar::Entry<'static>;
 
-    fn gzip(bytes: &[u8]) -> Vec<u8> {
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        std::io::Write::write_all(&mut gz, bytes).unwrap();
-        gz.finish().unwrap()
-    }
-
-    fn file(path: &'static str, data: &'static [u8]) -> E {
-        (path, EntryType::Regular, data, "")
-    }
     fn dir(path: &'static str) -> E {
         (path, EntryType::Directory, b"", "")
-    }
-    fn symlink(path: &'static str, target: &'static str) -> E {
-        (path, EntryType::Symlink, b"", target)
     }
     fn whiteout(path: &'static str) -> E {
         (path, EntryType::Regular, b"", "")

@@ -6,7 +6,7 @@
 //! tried first, as Docker does for such registries, and the scheme that worked is remembered.
 
 use std::collections::HashSet;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use oci_client::client::{Certificate, CertificateEncoding, ClientConfig, ClientProtocol};
@@ -47,6 +47,9 @@ pub struct Registries {
     plain: Mutex<HashSet<String>>,
     /// Registries that want a token, for which the cheap check is left to oci-client.
     token: Mutex<HashSet<String>>,
+    /// The clients of the cheap check, verifying TLS and not (built once: a poll must not
+    /// parse the CA bundle again).
+    head_clients: [OnceLock<reqwest::Client>; 2],
 }
 
 impl Registries {
@@ -159,11 +162,16 @@ impl Registries {
     }
 
     /// One HEAD of the manifest, with basic credentials if there are any.
-    async fn head(&self, access: &Access<'_>, plain: bool) -> Result<Head, PullError> {
+    /// The client of the cheap check.
+    fn head_client(&self, skip_tls_verify: bool) -> Result<&reqwest::Client, PullError> {
+        let slot = &self.head_clients[usize::from(skip_tls_verify)];
+        if let Some(client) = slot.get() {
+            return Ok(client);
+        }
         let mut builder = reqwest::Client::builder()
             .connect_timeout(self.options.timeout)
             .timeout(self.options.timeout)
-            .danger_accept_invalid_certs(access.skip_tls_verify)
+            .danger_accept_invalid_certs(skip_tls_verify)
             .user_agent(concat!("olm-rs-catalogd/", env!("CARGO_PKG_VERSION")));
         if let Some(pem) = &self.options.ca_pem {
             // Checked at start-up (`check_ca`).
@@ -172,6 +180,12 @@ impl Registries {
             }
         }
         let client = builder.build()?;
+        // Two pulls may build it at once; either serves.
+        Ok(slot.get_or_init(|| client))
+    }
+
+    async fn head(&self, access: &Access<'_>, plain: bool) -> Result<Head, PullError> {
+        let client = self.head_client(access.skip_tls_verify)?;
         let reference = access.reference;
         let tag = reference.digest().or(reference.tag()).unwrap_or("latest");
         let url = format!(
