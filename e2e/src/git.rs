@@ -31,6 +31,8 @@ pub struct GitCredentials {
 pub struct GitServer {
     /// `http://127.0.0.1:PORT`; a repository `NAME` is at `<url>/NAME.git`.
     pub url: String,
+    /// The same repositories over HTTPS, with a certificate of the harness CA.
+    pub https_url: String,
     /// Where the bare repositories are.
     pub root: PathBuf,
     state: Arc<ServerState>,
@@ -64,9 +66,13 @@ impl GitServer {
         let addr = listener
             .local_addr()
             .map_err(|e| Error::Cluster(e.to_string()))?;
-        tokio::spawn(async move { axum::serve(listener, app).await });
+        let (tls, tls_addr) = crate::serve::tls_listener(&root.join(".tls")).await?;
+        let plain = app.clone();
+        tokio::spawn(async move { axum::serve(listener, plain).await });
+        tokio::spawn(async move { axum::serve(tls, app).await });
         Ok(GitServer {
             url: format!("http://{addr}"),
+            https_url: format!("https://{tls_addr}"),
             root: root.to_path_buf(),
             state,
         })
@@ -84,6 +90,11 @@ impl GitServer {
     /// The URL of repository `name`.
     pub fn repo_url(&self, name: &str) -> String {
         format!("{}/{name}.git", self.url)
+    }
+
+    /// The HTTPS URL of repository `name` (trust [`crate::tls::ca`]).
+    pub fn https_repo_url(&self, name: &str) -> String {
+        format!("{}/{name}.git", self.https_url)
     }
 
     /// Creates the bare repository `name` and a working copy to change it through.
@@ -166,6 +177,35 @@ impl Repo {
             &["push", "-q", "-f", "origin", &format!("refs/tags/{tag}")],
         )?;
         Ok(())
+    }
+
+    /// Tags the current commit with an annotated tag `tag` and pushes it.
+    pub fn annotated_tag(&self, tag: &str, message: &str) -> Result<()> {
+        git(
+            &self.work,
+            &[
+                "-c",
+                "user.name=olm-e2e",
+                "-c",
+                "user.email=e2e@olm-rs.invalid",
+                "tag",
+                "-f",
+                "-a",
+                "-m",
+                message,
+                tag,
+            ],
+        )?;
+        git(
+            &self.work,
+            &["push", "-q", "-f", "origin", &format!("refs/tags/{tag}")],
+        )?;
+        Ok(())
+    }
+
+    /// The working copy (to add files git cannot get from [`Repo::commit`], like symlinks).
+    pub fn work_dir(&self) -> &Path {
+        &self.work
     }
 
     /// The current commit id.

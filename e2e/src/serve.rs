@@ -105,7 +105,7 @@ pub async fn http_file(path: &str, body: impl Into<Vec<u8>>) -> Result<(FileServ
 
 /// A TLS listener for `axum::serve`: the handshake happens in `accept`; failed handshakes are
 /// skipped.
-struct TlsListener {
+pub(crate) struct TlsListener {
     tcp: TcpListener,
     acceptor: tokio_rustls::TlsAcceptor,
 }
@@ -130,13 +130,8 @@ impl axum::serve::Listener for TlsListener {
     }
 }
 
-/// Serves `body` at `path` over HTTPS on 127.0.0.1, with a certificate from the harness CA
-/// (written to `dir`); returns the server, the URL and the CA's PEM (for a Catalog's caBundle).
-pub async fn https_file(
-    path: &str,
-    body: impl Into<Vec<u8>>,
-    dir: &Path,
-) -> Result<(FileServer, String, String)> {
+/// A TLS listener on 127.0.0.1 with a certificate from the harness CA (written to `dir`).
+pub(crate) async fn tls_listener(dir: &Path) -> Result<(TlsListener, std::net::SocketAddr)> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
@@ -144,8 +139,7 @@ pub async fn https_file(
         path: dir.display().to_string(),
         source,
     })?;
-    let ca = crate::tls::ca()?;
-    let issued = ca.issue(dir)?;
+    let issued = crate::tls::ca()?.issue(dir)?;
     let read = |path: &Path| {
         std::fs::read(path).map_err(|source| Error::Io {
             path: path.display().to_string(),
@@ -157,7 +151,6 @@ pub async fn https_file(
         .collect::<std::result::Result<_, _>>()
         .map_err(pem_error)?;
     let key = PrivateKeyDer::from_pem_slice(&read(&issued.key)?).map_err(pem_error)?;
-    let ca = ca.pem.clone();
 
     crate::install_crypto_provider();
     let config = rustls::ServerConfig::builder()
@@ -166,7 +159,7 @@ pub async fn https_file(
         .map_err(|e| Error::Cluster(format!("TLS configuration: {e}")))?;
     let tcp = TcpListener::bind("127.0.0.1:0")
         .await
-        .map_err(|e| Error::Cluster(format!("binding a file server: {e}")))?;
+        .map_err(|e| Error::Cluster(format!("binding a TLS server: {e}")))?;
     let addr = tcp
         .local_addr()
         .map_err(|e| Error::Cluster(e.to_string()))?;
@@ -174,6 +167,17 @@ pub async fn https_file(
         tcp,
         acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(config)),
     };
+    Ok((listener, addr))
+}
+
+/// Serves `body` at `path` over HTTPS on 127.0.0.1, with a certificate from the harness CA
+/// (written to `dir`); returns the server, the URL and the CA's PEM (for a Catalog's caBundle).
+pub async fn https_file(
+    path: &str,
+    body: impl Into<Vec<u8>>,
+    dir: &Path,
+) -> Result<(FileServer, String, String)> {
+    let (listener, addr) = tls_listener(dir).await?;
     let state = FileServer::default();
     state.set_body(body);
     let app = router(state.clone(), path);
@@ -181,6 +185,6 @@ pub async fn https_file(
     Ok((
         state,
         format!("https://127.0.0.1:{}{path}", addr.port()),
-        ca,
+        crate::tls::ca()?.pem.clone(),
     ))
 }

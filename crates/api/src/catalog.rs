@@ -238,18 +238,32 @@ pub struct HttpSource {
 /// A git repository holding FBC.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {"rule": "!has(self.authSecret) || !self.repository.startsWith('http://')",
+     "message": "authSecret is sent only over https or ssh, not to http:// repositories"},
+]))]
 pub struct GitSource {
-    /// Clone URL (https, ssh or file).
-    #[schemars(length(min = 1))]
+    /// Clone URL: `https://`, `http://` (no credentials), or `ssh://` / `user@host:path`.
+    /// Local paths and `file://` are refused: catalogd never reads its own filesystem.
+    #[schemars(
+        length(min = 1, max = 2048),
+        regex(pattern = r"^(https?://|ssh://|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:)")
+    )]
     pub repository: String,
     /// What to check out.
     pub r#ref: GitRef,
     /// Directory of the FBC inside the repository; the root when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 1024))]
     pub directory: Option<String>,
-    /// Secret with `username`/`password`, or `ssh-privatekey` and optional `ssh-knownhosts`.
+    /// Secret with `username` and `password`, or `token` (sent as the password of basic
+    /// auth), for https; `ssh-privatekey` and `ssh-knownhosts` for ssh. It must carry the
+    /// credential opt-in label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth_secret: Option<SecretRef>,
+    /// Extra CA certificates to trust for an https repository.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_bundle: Option<CaBundleRef>,
     /// How often to check a branch or tag for new commits (Go duration between 5s and 168h).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "poll_interval_schema")]
@@ -264,11 +278,13 @@ pub struct GitSource {
      "message": "exactly one of git.ref.branch, git.ref.tag and git.ref.commit must be set"},
 ]))]
 pub struct GitRef {
-    /// A branch name.
+    /// A branch name (without `refs/heads/`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 255), regex(pattern = r"^[^\s*?:\[\\^~]+$"))]
     pub branch: Option<String>,
-    /// A tag name.
+    /// A tag name (without `refs/tags/`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 255), regex(pattern = r"^[^\s*?:\[\\^~]+$"))]
     pub tag: Option<String>,
     /// A full commit id.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use catalogd::context::Parts;
+use catalogd::source::git::{GitOptions, GitSource};
 use catalogd::source::image::registry::RegistryOptions;
 use catalogd::source::image::{ImageMetrics, ImageOptions, ImageSource, cache::LayerCache};
 use catalogd::source::{Sources, configmaps::ConfigMapsSource, http::HttpSource};
@@ -83,6 +84,12 @@ struct Flags {
     /// How many bytes of layers the cache keeps; the least recently used go first.
     #[arg(long, default_value_t = 1024 * 1024 * 1024)]
     layer_cache_bytes: u64,
+    /// How long one git ls-refs or fetch may take in all, in seconds.
+    #[arg(long, default_value_t = 300)]
+    git_timeout_seconds: u64,
+    /// Git fetches running at once, across all Catalogs.
+    #[arg(long, default_value_t = 2)]
+    max_concurrent_git_fetches: usize,
     /// Log format: plain or json.
     #[arg(long, default_value = "plain")]
     log_format: telemetry::LogFormat,
@@ -173,6 +180,17 @@ async fn main() -> Result<()> {
             .with_context(|| format!("opening the layer cache {}", layer_dir.display()))?,
         Some(ImageMetrics::new(&metrics.registry)?),
     );
+    let git = GitSource::new(
+        client.clone(),
+        flags.namespace.clone(),
+        GitOptions {
+            max_bytes: flags.max_content_bytes,
+            timeout: Duration::from_secs(flags.git_timeout_seconds),
+            max_concurrent: flags.max_concurrent_git_fetches,
+            // Scratch repositories live beside the content; a name no Catalog can have.
+            scratch: flags.storage_dir.join(".git-scratch"),
+        },
+    );
     let parts = Parts {
         client: client.clone(),
         store,
@@ -180,6 +198,7 @@ async fn main() -> Result<()> {
             config_maps,
             http,
             image,
+            git,
         },
         metrics: CatalogdMetrics::new(&metrics.registry)?,
         events: EventPublisher::from_env(client.clone(), "catalogd"),

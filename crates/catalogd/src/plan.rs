@@ -274,6 +274,35 @@ pub fn plan(
                 now,
             )
         }
+        SourceType::Git => {
+            let git = spec.git.clone().unwrap_or_default();
+            let previous_git = previous
+                .as_ref()
+                .and_then(|p| p.git.as_ref())
+                .filter(|g| g.repository == git.repository);
+            let pinned = git.r#ref.commit.as_ref();
+            remote(
+                Remote {
+                    // A commit never names other content: never polled.
+                    interval: poll_interval(git.poll_interval.as_deref())
+                        .filter(|_| pinned.is_none()),
+                    // A pinned commit already served under the same spec needs no request.
+                    pinned_and_served: current
+                        && pinned
+                            .zip(previous_git)
+                            .is_some_and(|(pin, p)| *pin == p.commit),
+                    // Only the current spec is polled conditionally: another directory or ref
+                    // of the same commit is other content, so a new spec is fetched in full.
+                    conditional: false,
+                    last_poll: previous_git.and_then(|g| g.last_poll_attempt.as_ref()),
+                },
+                previous.clone(),
+                current,
+                status_stale,
+                status.observed_generation != generation,
+                now,
+            )
+        }
         // The source says why it cannot be unpacked.
         _ => Plan::fetch(Fetch {
             mode: Mode::Full,
@@ -692,7 +721,7 @@ mod tests {
     #[test]
     fn sources_this_catalogd_lacks_are_fetched_to_say_why() {
         let mut c = catalog(configmap_source(), 1, 0, None);
-        c.spec.source.type_ = SourceType::Git;
+        c.spec.source.type_ = SourceType::Custom;
         assert_eq!(
             plan(&c, None, &Memory::default(), URL, clock(1)),
             fetch(Mode::Full, false, None)
@@ -797,6 +826,116 @@ mod tests {
         assert_eq!(
             plan(&c, Some(&served(HASH)), &Memory::default(), URL, clock(200)),
             fetch(Mode::Conditional(resolved), true, Some(3600))
+        );
+    }
+
+    fn git_source(
+        branch: Option<&str>,
+        commit: Option<&str>,
+        dir: &str,
+        poll: Option<&str>,
+    ) -> Source {
+        Source {
+            type_: SourceType::Git,
+            git: Some(olm_api::catalog::GitSource {
+                repository: "https://git.example/c.git".into(),
+                r#ref: olm_api::catalog::GitRef {
+                    branch: branch.map(Into::into),
+                    tag: None,
+                    commit: commit.map(Into::into),
+                },
+                directory: Some(dir.into()),
+                poll_interval: poll.map(Into::into),
+                ..Default::default()
+            }),
+            image: None,
+            config_maps: None,
+            http: None,
+            custom: None,
+        }
+    }
+
+    fn resolved_git(commit: &str, polled: i64) -> ResolvedSource {
+        ResolvedSource {
+            type_: Some(SourceType::Git),
+            git: Some(olm_api::catalog::ResolvedGitSource {
+                repository: "https://git.example/c.git".into(),
+                commit: commit.into(),
+                last_poll_attempt: Some(Time(at(polled))),
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_branch_is_asked_for_its_commit_at_each_poll() {
+        let resolved = resolved_git("c1", 100);
+        let c = catalog(
+            git_source(Some("main"), None, "cat", Some("10m")),
+            1,
+            1,
+            Some(resolved.clone()),
+        );
+        let memory = Memory::default();
+        assert_eq!(
+            plan(&c, Some(&served(HASH)), &memory, URL, clock(400)),
+            Plan::UpToDate {
+                requeue: Some(Duration::from_secs(300))
+            }
+        );
+        assert_eq!(
+            plan(&c, Some(&served(HASH)), &memory, URL, clock(700)),
+            fetch(Mode::Conditional(resolved), false, Some(600))
+        );
+    }
+
+    #[test]
+    fn a_new_directory_or_ref_of_the_same_repository_is_fetched_in_full() {
+        let resolved = resolved_git("c1", 100);
+        for source in [
+            git_source(Some("main"), None, "other", Some("10m")),
+            git_source(Some("release"), None, "cat", Some("10m")),
+        ] {
+            let c = catalog(source, 2, 1, Some(resolved.clone()));
+            assert_eq!(
+                plan(&c, Some(&served(HASH)), &Memory::default(), URL, clock(200)),
+                fetch(Mode::Full, true, Some(600))
+            );
+        }
+    }
+
+    #[test]
+    fn a_pinned_commit_is_never_polled_once_served() {
+        let id = "a".repeat(40);
+        let resolved = resolved_git(&id, 100);
+        let c = catalog(
+            git_source(None, Some(&id), "cat", Some("1m")),
+            1,
+            1,
+            Some(resolved.clone()),
+        );
+        assert_eq!(
+            plan(
+                &c,
+                Some(&served(HASH)),
+                &Memory::default(),
+                URL,
+                clock(10_000_000)
+            ),
+            Plan::UpToDate { requeue: None }
+        );
+        // Under a new generation (a label changed nothing), confirmed without a request.
+        let c = catalog(
+            git_source(None, Some(&id), "cat", None),
+            2,
+            1,
+            Some(resolved.clone()),
+        );
+        let mut memory = Memory::default();
+        memory.succeeded(&c.spec.source, resolved.clone(), HASH.into());
+        assert_eq!(
+            plan(&c, Some(&served(HASH)), &memory, URL, clock(200)),
+            fetch(Mode::Confirm(resolved), false, None)
         );
     }
 }

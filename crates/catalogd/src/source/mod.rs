@@ -5,6 +5,7 @@
 pub mod archive;
 pub mod configmaps;
 pub mod credentials;
+pub mod git;
 pub mod http;
 pub mod image;
 #[cfg(test)]
@@ -118,6 +119,8 @@ pub struct Sources {
     pub http: http::HttpSource,
     /// `image`.
     pub image: image::ImageSource,
+    /// `git`.
+    pub git: git::GitSource,
 }
 
 impl Sources {
@@ -127,10 +130,11 @@ impl Sources {
             SourceType::ConfigMaps => Ok(&self.config_maps),
             SourceType::Http => Ok(&self.http),
             SourceType::Image => Ok(&self.image),
+            SourceType::Git => Ok(&self.git),
             other => Err(SourceError::new(
                 reasons::UNSUPPORTED_SOURCE,
                 format!(
-                    "this catalogd cannot unpack {} sources yet; use an image, configMaps or http source",
+                    "this catalogd cannot unpack {} sources yet; use an image, configMaps, http or git source",
                     other.as_str()
                 ),
             )),

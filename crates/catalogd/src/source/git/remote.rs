@@ -1,0 +1,504 @@
+//! The network half of the git source, with gix (blocking: run it on a blocking thread): ask
+//! the remote where a ref points (the handshake and one `ls-refs`), and fetch exactly one
+//! commit, shallow, into a scratch bare repository whose objects are then read in place.
+//!
+//! gix reads no git configuration of the host (an isolated repository), asks no credential
+//! helper and prompts no one: the only credentials are the ones given here, and gix itself
+//! refuses to send them over plain HTTP.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use gix::ObjectId;
+use gix::protocol::transport::client::blocking_io::http;
+use gix::remote::Direction;
+use gix::sec::identity::Account;
+
+use super::spec::Want;
+use super::tree::{Item, Kind, Objects};
+use crate::source::{SourceError, reasons};
+
+/// Where and how to reach a repository.
+#[derive(Clone)]
+pub struct Remote {
+    /// The clone URL.
+    pub url: String,
+    /// Basic credentials, if any.
+    pub account: Option<(String, String)>,
+    /// Extra trusted CAs (https).
+    pub ca: Vec<reqwest::Certificate>,
+    /// The most a whole operation may take.
+    pub timeout: Duration,
+    /// How messages name the repository (the URL without a password).
+    pub shown: String,
+}
+
+/// How a fetch went wrong, beyond what gix says: the watchdog's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stopped {
+    Deadline,
+    TooLarge,
+}
+
+/// A fetched commit, and the scratch repository holding its objects (removed on drop).
+pub struct Fetched {
+    /// The commit, after peeling a tag.
+    pub commit: ObjectId,
+    /// Its tree.
+    pub tree: ObjectId,
+    repo: gix::Repository,
+    _dir: tempfile::TempDir,
+}
+
+impl Fetched {
+    /// Read access to the fetched objects.
+    pub fn objects(&self) -> impl Objects + '_ {
+        Odb(&self.repo)
+    }
+}
+
+/// Asks the remote which commit `want` (a branch or tag) points at: the handshake and one
+/// `ls-refs` for that ref alone. `scratch` is a directory for a throwaway repository.
+pub fn ls_ref(remote: &Remote, want: &Want, scratch: &Path) -> Result<ObjectId, SourceError> {
+    let dir = scratch_dir(scratch)?;
+    let repo = init(dir.path())?;
+    let handle = remote_for(&repo, remote, want)?;
+    let (map, _) = connect(&handle, remote)
+        .and_then(|c| c.ref_map(gix::progress::Discard, ref_map_options()))
+        .map_err(|e| classify(remote, "listing refs of", &e, None))?;
+    resolve(&map, remote, want)
+}
+
+/// Fetches the commit of `want` with depth 1 into a scratch repository under `scratch`,
+/// giving up when the pack grows past `max_bytes` or the timeout passes.
+pub fn fetch(
+    remote: &Remote,
+    want: &Want,
+    scratch: &Path,
+    max_bytes: u64,
+) -> Result<Fetched, SourceError> {
+    let dir = scratch_dir(scratch)?;
+    let repo = init(dir.path())?;
+    let interrupt = Arc::new(AtomicBool::new(false));
+    let watchdog = Watchdog::start(
+        dir.path().to_path_buf(),
+        Instant::now() + remote.timeout,
+        max_bytes,
+        interrupt.clone(),
+    );
+    let handle = remote_for(&repo, remote, want)?;
+    let result = receive(&handle, remote, want, &interrupt);
+    let stopped = watchdog.stop();
+    let commit = result.map_err(|e| classify(remote, "fetching from", &e, stopped))?;
+    let commit = peel_to_commit(&repo, commit).map_err(|message| {
+        SourceError::new(
+            reasons::UNPACK_FAILED,
+            format!("{}: {message}", remote.shown),
+        )
+    })?;
+    let tree = repo
+        .find_commit(commit)
+        .map_err(|e| read_failed(remote, &e))?
+        .tree_id()
+        .map_err(|e| read_failed(remote, &e))?
+        .detach();
+    Ok(Fetched {
+        commit,
+        tree,
+        repo,
+        _dir: dir,
+    })
+}
+
+fn receive(
+    handle: &gix::Remote<'_>,
+    remote: &Remote,
+    want: &Want,
+    interrupt: &AtomicBool,
+) -> Result<ObjectId, gix::Error> {
+    let prepare =
+        connect(handle, remote)?.prepare_fetch(gix::progress::Discard, ref_map_options())?;
+    let target = match want {
+        Want::Commit(id) => *id,
+        _ => prepare
+            .ref_map()
+            .mappings
+            .iter()
+            .find_map(|m| m.remote.as_id().map(|id| id.to_owned()))
+            .ok_or_else(|| gix::Error::from_error(missing_ref(remote, want)))?,
+    };
+    let depth = std::num::NonZeroU32::MIN;
+    prepare
+        .with_shallow(gix::remote::fetch::Shallow::DepthAtRemote(depth))
+        .receive(gix::progress::Discard, interrupt)?;
+    Ok(target)
+}
+
+/// The commit a tag object (or a chain of them) points at.
+fn peel_to_commit(repo: &gix::Repository, id: ObjectId) -> Result<ObjectId, String> {
+    let object = repo
+        .find_object(id)
+        .map_err(|e| format!("the fetched object {id} is missing: {e}"))?;
+    let commit = object
+        .peel_to_commit()
+        .map_err(|e| format!("{id} does not lead to a commit: {e}"))?;
+    Ok(commit.id)
+}
+
+fn ref_map_options() -> gix::remote::ref_map::Options {
+    gix::remote::ref_map::Options::default()
+}
+
+/// A remote for `want` alone, with nothing from the host's git configuration.
+fn remote_for<'repo>(
+    repo: &'repo gix::Repository,
+    remote: &Remote,
+    want: &Want,
+) -> Result<gix::Remote<'repo>, SourceError> {
+    let spec = want.refspec();
+    repo.remote_at(remote.url.as_str())
+        .and_then(|r| {
+            r.with_fetch_tags(gix::remote::fetch::Tags::None)
+                .with_refspecs([spec.as_str()], Direction::Fetch)
+        })
+        .map_err(|e| {
+            SourceError::new(
+                super::spec::INVALID_SPEC,
+                format!("{}: {}", remote.shown, chain(&e)),
+            )
+        })
+}
+
+/// A connection to `handle` with our credentials and HTTP client.
+fn connect<'a, 'repo>(
+    handle: &'a gix::Remote<'repo>,
+    remote: &Remote,
+) -> Result<
+    gix::remote::Connection<'a, 'static, 'repo, Box<dyn http_transport::Transport + Send>>,
+    gix::Error,
+> {
+    let mut connection = handle.connect(Direction::Fetch)?;
+    let account = remote.account.clone();
+    connection.set_credentials(move |action| match action {
+        gix::credentials::helper::Action::Get(context) => {
+            Ok(account
+                .clone()
+                .map(|(username, password)| gix::credentials::protocol::Outcome {
+                    identity: Account {
+                        username,
+                        password,
+                        oauth_refresh_token: None,
+                    },
+                    next: context.into(),
+                }))
+        }
+        // Nothing is stored or forgotten: there is no credential store.
+        _ => Ok(None),
+    });
+    connection.set_transport_options(Box::new(http_options(remote)));
+    Ok(connection)
+}
+
+mod http_transport {
+    pub use gix::protocol::transport::client::blocking_io::Transport;
+}
+
+fn http_options(remote: &Remote) -> http::Options {
+    let ca = remote.ca.clone();
+    let timeout = remote.timeout;
+    let backend = http::reqwest::Options {
+        configure_client: Some(Box::new(move |mut builder| {
+            for cert in &ca {
+                builder = builder.add_root_certificate(cert.clone());
+            }
+            Ok(builder
+                .timeout(timeout)
+                .connect_timeout(timeout.min(Duration::from_secs(30))))
+        })),
+        configure_request: None,
+    };
+    http::Options {
+        user_agent: Some(concat!("olm-rs-catalogd/", env!("CARGO_PKG_VERSION")).into()),
+        connect_timeout: Some(timeout.min(Duration::from_secs(30))),
+        backend: Some(Arc::new(Mutex::new(backend))),
+        ..Default::default()
+    }
+}
+
+/// The commit a branch or tag points at in `map`, peeled.
+fn resolve(
+    map: &gix::protocol::fetch::RefMap,
+    remote: &Remote,
+    want: &Want,
+) -> Result<ObjectId, SourceError> {
+    let name = want.ref_name();
+    map.remote_refs
+        .iter()
+        .find_map(|r| {
+            let (ref_name, target, peeled) = r.unpack();
+            (Some(ref_name.to_string()) == name)
+                .then(|| peeled.or(target).map(|id| id.to_owned()))
+                .flatten()
+        })
+        .ok_or_else(|| missing_ref(remote, want))
+}
+
+fn missing_ref(remote: &Remote, want: &Want) -> SourceError {
+    SourceError::new(
+        reasons::SOURCE_NOT_FOUND,
+        format!("{} has no {}", remote.shown, want.describe()),
+    )
+}
+
+fn scratch_dir(scratch: &Path) -> Result<tempfile::TempDir, SourceError> {
+    std::fs::create_dir_all(scratch)
+        .and_then(|()| {
+            tempfile::Builder::new()
+                .prefix("fetch-")
+                .tempdir_in(scratch)
+        })
+        .map_err(|e| {
+            SourceError::new(
+                reasons::UNPACK_FAILED,
+                format!(
+                    "creating a scratch repository in {}: {e}",
+                    scratch.display()
+                ),
+            )
+        })
+}
+
+/// An empty bare repository that ignores the host's git configuration.
+fn init(dir: &Path) -> Result<gix::Repository, SourceError> {
+    gix::ThreadSafeRepository::init_opts(
+        dir,
+        gix::create::Kind::Bare,
+        gix::create::Options::default(),
+        gix::open::Options::isolated(),
+    )
+    .map(gix::Repository::from)
+    .map_err(|e| {
+        SourceError::new(
+            reasons::UNPACK_FAILED,
+            format!("creating a scratch repository: {}", chain(&e)),
+        )
+    })
+}
+
+fn read_failed(remote: &Remote, e: &dyn std::fmt::Display) -> SourceError {
+    SourceError::new(
+        reasons::UNPACK_FAILED,
+        format!("reading the fetched commit of {}: {e}", remote.shown),
+    )
+}
+
+/// A gix error as a condition: missing repositories and refused credentials get their own
+/// reasons; `stopped` is the watchdog's verdict when it interrupted the fetch.
+fn classify(remote: &Remote, doing: &str, e: &gix::Error, stopped: Option<Stopped>) -> SourceError {
+    match stopped {
+        Some(Stopped::Deadline) => {
+            return SourceError::new(
+                reasons::UNPACK_FAILED,
+                format!(
+                    "fetching from {} took longer than {}s (--git-timeout-seconds)",
+                    remote.shown,
+                    remote.timeout.as_secs()
+                ),
+            );
+        }
+        Some(Stopped::TooLarge) => {
+            return SourceError::new(
+                reasons::CONTENT_TOO_LARGE,
+                format!(
+                    "the pack {} sent is larger than catalogd accepts (--max-content-bytes); fetching stopped",
+                    remote.shown
+                ),
+            );
+        }
+        None => {}
+    }
+    if let Some(found) = e
+        .iter_errors()
+        .find_map(|e| e.downcast_ref::<SourceError>())
+    {
+        return found.clone();
+    }
+    let timed_out = e.iter_errors().any(|e| {
+        e.downcast_ref::<reqwest::Error>()
+            .is_some_and(reqwest::Error::is_timeout)
+    });
+    if timed_out {
+        return SourceError::new(
+            reasons::UNPACK_FAILED,
+            format!(
+                "{doing} {} took longer than {}s (--git-timeout-seconds)",
+                remote.shown,
+                remote.timeout.as_secs()
+            ),
+        );
+    }
+    let status = e.iter_errors().find_map(|e| {
+        e.downcast_ref::<reqwest::Error>()
+            .and_then(reqwest::Error::status)
+    });
+    let text = chain(e);
+    let unauthorized = status.is_some_and(|s| s.as_u16() == 401 || s.as_u16() == 403)
+        || e.classify().is_unauthenticated()
+        || e.classify().is_permission_denied();
+    if unauthorized {
+        // Without credentials, gix's own words are about its (absent) credential helper.
+        let message = if remote.account.is_some() {
+            format!(
+                "{doing} {}: the credentials in git.authSecret were refused ({text})",
+                remote.shown
+            )
+        } else {
+            format!(
+                "{doing} {}: the repository needs credentials: name an opted-in Secret in git.authSecret",
+                remote.shown
+            )
+        };
+        return SourceError::new(reasons::UNAUTHORIZED, message);
+    }
+    if let Some(commit) = text
+        .split("not our ref ")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_hexdigit()).next())
+    {
+        return SourceError::new(
+            reasons::SOURCE_NOT_FOUND,
+            format!(
+                "{} does not serve commit {commit}: it does not exist there, or the server serves only commits its branches and tags point at (git's uploadpack.allowReachableSHA1InWant)",
+                remote.shown
+            ),
+        );
+    }
+    if status.is_some_and(|s| s.as_u16() == 404) || text.contains("HTTP status 404") {
+        return SourceError::new(
+            reasons::SOURCE_NOT_FOUND,
+            format!("{} does not exist (HTTP 404)", remote.shown),
+        );
+    }
+    let hint = if text.contains("certificate") {
+        "; if the server's certificate is signed by a private CA, name it in git.caBundle"
+    } else {
+        ""
+    };
+    SourceError::new(
+        reasons::UNPACK_FAILED,
+        format!("{doing} {}: {text}{hint}", remote.shown),
+    )
+}
+
+/// Every message of an error's chain, outermost first.
+fn chain(e: &gix::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for err in e.iter_errors() {
+        let text = err.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+    }
+    parts.join(": ")
+}
+
+/// Interrupts a fetch at its deadline, or when the scratch repository (the pack being
+/// written) grows past the limit, so neither a slow nor a huge remote can hold catalogd.
+struct Watchdog {
+    done: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<Option<Stopped>>>,
+}
+
+impl Watchdog {
+    fn start(dir: PathBuf, deadline: Instant, max_bytes: u64, interrupt: Arc<AtomicBool>) -> Self {
+        let done = Arc::new(AtomicBool::new(false));
+        let finished = done.clone();
+        let handle = std::thread::Builder::new()
+            .name("git-watchdog".into())
+            .spawn(move || {
+                while !finished.load(Ordering::Relaxed) {
+                    let verdict = if Instant::now() >= deadline {
+                        Some(Stopped::Deadline)
+                    } else if size_of(&dir) > max_bytes {
+                        Some(Stopped::TooLarge)
+                    } else {
+                        None
+                    };
+                    if verdict.is_some() {
+                        interrupt.store(true, Ordering::Relaxed);
+                        return verdict;
+                    }
+                    std::thread::park_timeout(Duration::from_millis(50));
+                }
+                None
+            })
+            .ok();
+        Watchdog { done, handle }
+    }
+
+    fn stop(mut self) -> Option<Stopped> {
+        self.done.store(true, Ordering::Relaxed);
+        let handle = self.handle.take()?;
+        handle.thread().unpark();
+        handle.join().ok().flatten()
+    }
+}
+
+/// Bytes of the files under `dir`.
+fn size_of(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(d) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            match entry.metadata() {
+                Ok(m) if m.is_dir() => pending.push(entry.path()),
+                Ok(m) => total += m.len(),
+                Err(_) => {}
+            }
+        }
+    }
+    total
+}
+
+/// The fetched objects, read through gix.
+struct Odb<'a>(&'a gix::Repository);
+
+impl Objects for Odb<'_> {
+    fn tree(&self, id: &ObjectId) -> Result<Vec<Item>, String> {
+        let tree = self.0.find_tree(*id).map_err(|e| e.to_string())?;
+        let decoded = tree.decode().map_err(|e| e.to_string())?;
+        Ok(decoded
+            .entries
+            .iter()
+            .map(|e| Item {
+                name: e.filename.to_vec(),
+                kind: match e.mode.kind() {
+                    gix::objs::tree::EntryKind::Tree => Kind::Tree,
+                    gix::objs::tree::EntryKind::Link => Kind::Link,
+                    gix::objs::tree::EntryKind::Commit => Kind::Submodule,
+                    _ => Kind::Blob,
+                },
+                id: e.oid.to_owned(),
+            })
+            .collect())
+    }
+
+    fn size(&self, id: &ObjectId) -> Result<u64, String> {
+        self.0
+            .find_header(*id)
+            .map(|h| h.size())
+            .map_err(|e| e.to_string())
+    }
+
+    fn blob(&self, id: &ObjectId) -> Result<Vec<u8>, String> {
+        self.0
+            .find_blob(*id)
+            .map(|b| b.detach().data)
+            .map_err(|e| e.to_string())
+    }
+}
