@@ -303,6 +303,7 @@ pub fn start_catalogd_with(name: &str, extra_args: &[String]) -> Result<Catalogd
         format!("--namespace={OLM_NAMESPACE}"),
         "--http-timeout-seconds=10".into(),
         "--max-content-bytes=1048576".into(),
+        "--git-timeout-seconds=30".into(),
         format!(
             "--registry-ca-file={}",
             crate::tls::ca()?.cert_file().display()

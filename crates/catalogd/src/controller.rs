@@ -72,11 +72,12 @@ pub fn readers(
                             && e.config_map.namespace.as_deref().unwrap_or(own_namespace)
                                 == namespace
                     });
-                    let ca = source
-                        .http
-                        .as_ref()
-                        .and_then(|h| h.ca_bundle.as_ref())
-                        .is_some_and(|ca| ca.config_map == name && namespace == own_namespace);
+                    let http_ca = source.http.as_ref().and_then(|h| h.ca_bundle.as_ref());
+                    let git_ca = source.git.as_ref().and_then(|g| g.ca_bundle.as_ref());
+                    let ca = [http_ca, git_ca]
+                        .into_iter()
+                        .flatten()
+                        .any(|ca| ca.config_map == name && namespace == own_namespace);
                     in_source || ca
                 }
                 Input::Secret { name } => {
@@ -90,7 +91,12 @@ pub fn readers(
                         .as_ref()
                         .and_then(|i| i.pull_secret.as_deref())
                         .is_some_and(|s| s == name);
-                    http || pull
+                    let git = source
+                        .git
+                        .as_ref()
+                        .and_then(|g| g.auth_secret.as_ref())
+                        .is_some_and(|s| s.name == name);
+                    http || pull || git
                 }
             }
         })
@@ -309,7 +315,22 @@ mod tests {
             }),
             ..empty(SourceType::Image)
         };
+        let git = Source {
+            git: Some(olm_api::catalog::GitSource {
+                repository: "https://h/r.git".into(),
+                auth_secret: Some(SecretRef {
+                    name: "git-creds".into(),
+                }),
+                ca_bundle: Some(CaBundleRef {
+                    config_map: "git-ca".into(),
+                    key: None,
+                }),
+                ..Default::default()
+            }),
+            ..empty(SourceType::Git)
+        };
         let all = vec![
+            catalog("repo", git),
             catalog("own", cms(None)),
             catalog("other", cms(Some("team"))),
             catalog("web", http),
@@ -329,6 +350,11 @@ mod tests {
             ["img"]
         );
         assert!(readers(&all, "olm", Input::Secret { name: "cm" }).is_empty());
+        assert_eq!(
+            names(readers(&all, "olm", Input::Secret { name: "git-creds" })),
+            ["repo"]
+        );
+        assert_eq!(names(readers(&all, "olm", cm("olm", "git-ca"))), ["repo"]);
     }
 
     #[test]

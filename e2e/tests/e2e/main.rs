@@ -4,6 +4,7 @@
 
 mod catalogd;
 mod garbage_collection;
+mod git;
 mod images;
 mod operators;
 mod samples;

@@ -138,6 +138,30 @@ async fn a_git_source_needs_exactly_one_ref() {
             &["exactly one of git.ref.branch, git.ref.tag and git.ref.commit must be set"],
         );
     }
+    // A glob is not a branch name, and catalogd never reads its own filesystem.
+    let msg = rejection(
+        &ctx,
+        catalog(
+            &ctx.name("glob"),
+            json!({"type": "git", "git": {"repository": "https://example.com/r.git", "ref": {"branch": "rel*"}}}),
+        ),
+    )
+    .await;
+    assert_mentions(&msg, &["spec.source.git.ref.branch", "should match"]);
+    for (i, repository) in ["file:///var/lib/catalogd", "/etc", "git://h/r.git"]
+        .into_iter()
+        .enumerate()
+    {
+        let msg = rejection(
+            &ctx,
+            catalog(
+                &ctx.name(&format!("local{i}")),
+                json!({"type": "git", "git": {"repository": repository, "ref": {"branch": "main"}}}),
+            ),
+        )
+        .await;
+        assert_mentions(&msg, &["spec.source.git.repository", "should match"]);
+    }
     ctx.cleanup().await.unwrap();
 }
 
