@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use catalogd::context::Parts;
-use catalogd::source::git::{GitOptions, GitSource};
+use catalogd::source::git::{GitMetrics, GitOptions, GitSource};
 use catalogd::source::image::registry::RegistryOptions;
 use catalogd::source::image::{ImageMetrics, ImageOptions, ImageSource, cache::LayerCache};
 use catalogd::source::{Sources, configmaps::ConfigMapsSource, http::HttpSource};
@@ -190,6 +190,7 @@ async fn main() -> Result<()> {
             // Scratch repositories live beside the content; a name no Catalog can have.
             scratch: flags.storage_dir.join(".git-scratch"),
         },
+        Some(GitMetrics::new(&metrics.registry)?),
     );
     let parts = Parts {
         client: client.clone(),

@@ -148,7 +148,7 @@ async fn main() -> Result<()> {
     }
 
     println!(
-        "\nWhy each catalog is in its phase (the image sample names quay.io, which a machine without internet cannot reach; git and custom sources come in later versions):"
+        "\nWhy each catalog is in its phase (the image and git samples name quay.io and git.example.com, which a machine without internet cannot reach; custom sources come in a later version):"
     );
     for c in catalogs.list(&Default::default()).await?.items {
         let status = c.status.clone().unwrap_or_default();

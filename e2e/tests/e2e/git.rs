@@ -11,7 +11,7 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use olm_api::catalog::Catalog;
 use olm_api::conditions::find_condition;
 use olm_e2e::catalogs::{
-    create_catalog, example_catalog, status, unpacked_message, wait_reason, wait_unpacked,
+    create_catalog, example_catalog, metric, status, unpacked_message, wait_reason, wait_unpacked,
 };
 use olm_e2e::context::TestContext;
 use olm_e2e::git::{GitCredentials, GitServer, Repo};
@@ -72,7 +72,7 @@ fn commit_example(repo: &Repo, version: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_moving_branch_a_tag_and_a_pinned_commit_are_served() {
     let ctx = TestContext::new("git-refs").await.unwrap();
-    catalogd().unwrap();
+    let cd = catalogd().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let server = GitServer::start(dir.path(), None).await.unwrap();
     let repo = server.create("catalogs").unwrap();
@@ -102,6 +102,10 @@ async fn a_moving_branch_a_tag_and_a_pinned_commit_are_served() {
 
     // Each poll of the unchanged branch is the handshake and one ls-refs, nothing more.
     let settled = wait_poll_after(&api, &branch, last_poll(Some(&served))).await;
+    let ls_refs = ["operation=\"ls-refs\"", "result=\"success\""];
+    let polls_before = metric(&cd.admin_url, "catalogd_git_operations_total", &ls_refs)
+        .await
+        .unwrap();
     let before = server.requests().len();
     let once = wait_poll_after(&api, &branch, settled).await;
     wait_poll_after(&api, &branch, once).await;
@@ -114,6 +118,17 @@ async fn a_moving_branch_a_tag_and_a_pinned_commit_are_served() {
         during.len() >= 2 && during.len() <= 4 && during.chunks(2).all(|c| c == poll),
         "requests of one or two polls: {during:?}"
     );
+    let polls_after = metric(&cd.admin_url, "catalogd_git_operations_total", &ls_refs)
+        .await
+        .unwrap();
+    assert!(
+        polls_after >= polls_before + 2.0,
+        "{polls_after} < {polls_before} + 2"
+    );
+    let fetched = metric(&cd.admin_url, "catalogd_git_fetched_bytes_total", &[])
+        .await
+        .unwrap();
+    assert!(fetched > 0.0);
     let after_polls = api.get(&branch).await.unwrap();
     assert_eq!(
         status(Some(&after_polls)).content_hash,

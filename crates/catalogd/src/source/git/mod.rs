@@ -18,6 +18,7 @@ use kube::Client;
 use olm_api::catalog::{
     Catalog, GitSource as GitSpec, ResolvedGitSource, ResolvedSource, SourceType,
 };
+use prometheus::{IntCounter, IntCounterVec, Opts};
 use tokio::sync::Semaphore;
 
 use self::spec::{Transport, Want};
@@ -41,17 +42,61 @@ pub struct GitOptions {
     pub scratch: PathBuf,
 }
 
+/// Counts of the git source.
+#[derive(Clone)]
+pub struct GitMetrics {
+    /// Remote operations, by `operation` (`ls-refs`, `fetch`) and `result` (`success`,
+    /// `failure`).
+    pub operations: IntCounterVec,
+    /// Bytes of packs fetched.
+    pub fetched_bytes: IntCounter,
+}
+
+impl GitMetrics {
+    /// Registers the families in `registry`.
+    pub fn new(registry: &prometheus::Registry) -> Result<Self, prometheus::Error> {
+        let operations = IntCounterVec::new(
+            Opts::new(
+                "catalogd_git_operations_total",
+                "Git remote operations (ls-refs: a poll; fetch: a commit downloaded), by result.",
+            ),
+            &["operation", "result"],
+        )?;
+        let fetched_bytes = IntCounter::new(
+            "catalogd_git_fetched_bytes_total",
+            "Bytes of git packs fetched (depth 1: one commit's objects each).",
+        )?;
+        registry.register(Box::new(operations.clone()))?;
+        registry.register(Box::new(fetched_bytes.clone()))?;
+        Ok(Self {
+            operations,
+            fetched_bytes,
+        })
+    }
+
+    fn count<T>(&self, operation: &str, result: &Result<T, SourceError>) {
+        let label = if result.is_ok() { "success" } else { "failure" };
+        self.operations.with_label_values(&[operation, label]).inc();
+    }
+}
+
 /// Fetches catalogs from git repositories.
 pub struct GitSource {
     client: Client,
     own_namespace: String,
     options: GitOptions,
     permits: Arc<Semaphore>,
+    metrics: Option<GitMetrics>,
 }
 
 impl GitSource {
-    /// A source reading Secrets and CA bundles from `own_namespace`.
-    pub fn new(client: Client, own_namespace: String, options: GitOptions) -> Self {
+    /// A source reading Secrets and CA bundles from `own_namespace`, counting in `metrics`.
+    pub fn new(
+        client: Client,
+        own_namespace: String,
+        options: GitOptions,
+        metrics: Option<GitMetrics>,
+    ) -> Self {
         // Scratch repositories of an earlier run are garbage.
         let _ = std::fs::remove_dir_all(&options.scratch);
         let permits = Arc::new(Semaphore::new(options.max_concurrent.max(1)));
@@ -60,6 +105,7 @@ impl GitSource {
             own_namespace,
             options,
             permits,
+            metrics,
         }
     }
 
@@ -129,9 +175,19 @@ impl GitSource {
                 SourceError::new(reasons::UNPACK_FAILED, "catalogd is shutting down")
             })?;
         let options = self.options.clone();
+        let metrics = self.metrics.clone();
         let now = Time(k8s_openapi::jiff::Timestamp::now());
+        let name = catalog.metadata.name.clone().unwrap_or_default();
         let task = tokio::task::spawn_blocking(move || {
-            blocking_fetch(&remote, &want, &directory, since, &options, now)
+            let work = Work {
+                remote: &remote,
+                want: &want,
+                directory: &directory,
+                options: &options,
+                metrics: metrics.as_ref(),
+                catalog: &name,
+            };
+            work.run(since, now)
         });
         task.await.map_err(|e| {
             SourceError::new(
@@ -142,49 +198,83 @@ impl GitSource {
     }
 }
 
-/// The blocking part: `ls-refs` first when a commit is served for a branch or tag (and
-/// nothing more when it did not move), else the fetch and the read of the directory.
-fn blocking_fetch(
-    remote: &remote::Remote,
-    want: &Want,
-    directory: &str,
-    since: Option<ResolvedGitSource>,
-    options: &GitOptions,
-    now: Time,
-) -> Result<Fetched, SourceError> {
-    let resolved = |commit: String| ResolvedSource {
-        type_: Some(SourceType::Git),
-        git: Some(ResolvedGitSource {
-            repository: remote.url.clone(),
-            commit,
-            last_poll_attempt: Some(now.clone()),
-        }),
-        ..Default::default()
-    };
-    if let Some(previous) = &since {
-        let unchanged = match want {
-            Want::Commit(id) => id.to_string() == previous.commit,
-            _ => remote::ls_ref(remote, want, &options.scratch)?.to_string() == previous.commit,
+/// One fetch, run on a blocking thread.
+struct Work<'a> {
+    remote: &'a remote::Remote,
+    want: &'a Want,
+    directory: &'a str,
+    options: &'a GitOptions,
+    metrics: Option<&'a GitMetrics>,
+    catalog: &'a str,
+}
+
+impl Work<'_> {
+    /// `ls-refs` first when a commit is served for a branch or tag (and nothing more when it
+    /// did not move), else the fetch and the read of the directory.
+    fn run(&self, since: Option<ResolvedGitSource>, now: Time) -> Result<Fetched, SourceError> {
+        let (remote, want) = (self.remote, self.want);
+        let resolved = |commit: String| ResolvedSource {
+            type_: Some(SourceType::Git),
+            git: Some(ResolvedGitSource {
+                repository: remote.url.clone(),
+                commit,
+                last_poll_attempt: Some(now.clone()),
+            }),
+            ..Default::default()
         };
-        if unchanged {
-            return Ok(Fetched::Unchanged {
-                resolved: resolved(previous.commit.clone()),
-            });
+        if let Some(previous) = &since {
+            let unchanged = match want {
+                Want::Commit(id) => same_commit(id, &previous.commit),
+                _ => {
+                    let listed = remote::ls_ref(remote, want, &self.options.scratch);
+                    if let Some(m) = self.metrics {
+                        m.count("ls-refs", &listed);
+                    }
+                    same_commit(&listed?, &previous.commit)
+                }
+            };
+            if unchanged {
+                return Ok(Fetched::Unchanged {
+                    resolved: resolved(previous.commit.clone()),
+                });
+            }
         }
+        let started = std::time::Instant::now();
+        let fetched = remote::fetch(remote, want, &self.options.scratch, self.options.max_bytes);
+        if let Some(m) = self.metrics {
+            m.count("fetch", &fetched);
+        }
+        let fetched = fetched?;
+        if let Some(m) = self.metrics {
+            m.fetched_bytes.inc_by(fetched.bytes);
+        }
+        tracing::info!(
+            catalog = self.catalog,
+            repository = %remote.shown,
+            r#ref = %want.describe(),
+            commit = %fetched.commit,
+            bytes = fetched.bytes,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "fetched a git commit"
+        );
+        let at = format!("{} at {}", remote.shown, fetched.commit);
+        let files = tree::files(
+            &fetched.objects(),
+            fetched.tree,
+            self.directory,
+            self.options.max_bytes,
+            &at,
+        )?;
+        Ok(Fetched::Content {
+            files,
+            resolved: resolved(fetched.commit.to_string()),
+        })
     }
-    let fetched = remote::fetch(remote, want, &options.scratch, options.max_bytes)?;
-    let at = format!("{} at {}", remote.shown, fetched.commit);
-    let files = tree::files(
-        &fetched.objects(),
-        fetched.tree,
-        directory,
-        options.max_bytes,
-        &at,
-    )?;
-    Ok(Fetched::Content {
-        files,
-        resolved: resolved(fetched.commit.to_string()),
-    })
+}
+
+/// Whether `id` is the commit recorded as `recorded` (hex, as in the status).
+fn same_commit(id: &gix::ObjectId, recorded: &str) -> bool {
+    gix::ObjectId::from_hex(recorded.as_bytes()).is_ok_and(|r| r == *id)
 }
 
 impl CatalogSource for GitSource {

@@ -48,6 +48,8 @@ pub struct Fetched {
     pub commit: ObjectId,
     /// Its tree.
     pub tree: ObjectId,
+    /// Bytes the fetch wrote (the pack and its index).
+    pub bytes: u64,
     repo: gix::Repository,
     _dir: tempfile::TempDir,
 }
@@ -107,6 +109,7 @@ pub fn fetch(
     Ok(Fetched {
         commit,
         tree,
+        bytes: size_of(dir.path()),
         repo,
         _dir: dir,
     })
