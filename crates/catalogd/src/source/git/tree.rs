@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use gix::ObjectId;
+pub use gix::ObjectId;
 
 use crate::source::archive::{normalize, parent};
 use crate::source::{SourceError, reasons, too_large};
