@@ -1,7 +1,7 @@
 //! `Catalog` (catalogd.operatorframework.io/v1alpha1): where an operator catalog lives, and what
 //! catalogd made of it.
 
-use k8s_openapi::api::core::v1::{EnvVar, ResourceRequirements};
+use k8s_openapi::api::core::v1::ResourceRequirements;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -292,12 +292,18 @@ pub struct GitRef {
     pub commit: Option<String>,
 }
 
-/// A container that writes FBC to `outputFile`; catalogd runs it and reads the file.
+/// A container that writes FBC to `outputFile`; catalogd runs it in a Pod and collects the file.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {"rule": "!has(self.outputFile) || !self.outputFile.matches('(^|/)[.][.]?(/|$)')",
+     "message": "custom.outputFile may not hold . or .. segments"},
+    {"rule": "!has(self.mountPath) || !self.mountPath.matches('(^|/)[.][.]?(/|$)')",
+     "message": "custom.mountPath may not hold . or .. segments"},
+]))]
 pub struct CustomSource {
     /// Image of the generator.
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = 1024))]
     pub image: String,
     /// Entrypoint override.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -305,23 +311,52 @@ pub struct CustomSource {
     /// Arguments.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
-    /// Environment variables.
+    /// Environment variables (literal values; `valueFrom` is not supported, so a Catalog never
+    /// reads Secrets through its generator).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub env: Vec<EnvVar>,
-    /// File (under `mountPath`) the container writes the FBC to.
+    pub env: Vec<CustomEnvVar>,
+    /// File, relative to `mountPath`, the container writes the FBC to (JSON or YAML);
+    /// `catalog.json` when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(min = 1, max = 255),
+        regex(pattern = r"^[A-Za-z0-9._-][A-Za-z0-9._/-]*$")
+    )]
     pub output_file: Option<String>,
     /// Where the shared output volume is mounted in the container; `/output` when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(regex(pattern = r"^/"))]
+    #[schemars(
+        length(min = 2, max = 255),
+        regex(pattern = r"^/[A-Za-z0-9._-][A-Za-z0-9._/-]*$")
+    )]
     pub mount_path: Option<String>,
     /// How long the container may run (Go duration); `5m` when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "duration_schema")]
     pub timeout: Option<String>,
+    /// How often to run the generator again (Go duration between 5s and 168h); only on spec
+    /// changes when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "poll_interval_schema")]
+    pub poll_interval: Option<String>,
     /// Resources of the generator container.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<ResourceRequirements>,
+}
+
+/// An environment variable of a generator.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CustomEnvVar {
+    /// Name.
+    #[schemars(
+        length(min = 1, max = 255),
+        regex(pattern = r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+    )]
+    pub name: String,
+    /// Value.
+    #[serde(default)]
+    pub value: String,
 }
 
 /// Coarse state for people; logic should read the conditions.
@@ -464,11 +499,14 @@ pub struct ResolvedGitSource {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ResolvedCustomSource {
-    /// The generator image by digest, when known.
+    /// The generator image by digest, as the node reported it, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_digest: Option<String>,
     /// sha256 (hex) of the output file.
-    pub output_sha256: String,
+    pub sha256: String,
+    /// When the generator last ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_poll_attempt: Option<Time>,
 }
 
 /// The catalog-switcher's report on the image template.

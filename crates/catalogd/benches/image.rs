@@ -199,7 +199,7 @@ async fn case(name: &str, host: &str, cache: &str) -> Result<(), Box<dyn Error>>
     let peak_kib = status_kib("VmHWM").unwrap_or(0);
     let files = match fetched {
         Fetched::Content { files, .. } => files.len(),
-        Fetched::Unchanged { .. } => 0,
+        Fetched::Unchanged { .. } | Fetched::Running { .. } => 0,
     };
     println!(
         "{:>7.1} ms {:>12.1} MiB {files:>9}",

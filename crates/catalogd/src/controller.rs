@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
@@ -25,6 +25,7 @@ use tracing::Instrument;
 use crate::context::{Context, Memories, Parts};
 use crate::reconcile::{self, Error};
 use crate::source::credentials::credential_selector;
+use crate::source::custom::pod::{CATALOG_ANNOTATION, GENERATOR_LABEL};
 
 /// The finalizer upstream catalogd uses, so either can take over the other's objects.
 pub const FINALIZER: &str = "catalogd.operatorframework.io/delete-server-cache";
@@ -104,6 +105,13 @@ pub fn readers(
         .collect()
 }
 
+/// The Catalog a generator Pod runs for (named in its annotation).
+pub fn generator_of(pod: &Pod) -> Option<ObjectRef<Catalog>> {
+    pod.annotations()
+        .get(CATALOG_ANNOTATION)
+        .map(|name| ObjectRef::new(name))
+}
+
 /// What a watch event says of the watch's health: healthy once its (re)list is done or a
 /// change arrives, broken on an error (until it has re-listed), nothing while re-listing.
 pub fn readiness_after<K>(event: &Result<watcher::Event<K>, watcher::Error>) -> Option<bool> {
@@ -166,7 +174,7 @@ pub fn build(
     }
     // Only Secrets that opted in as credentials are watched (and so ever held in memory).
     let map = trigger(reader.clone(), memory.clone(), own_namespace.to_owned());
-    let secrets: Api<Secret> = Api::namespaced(client, own_namespace);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), own_namespace);
     controller = controller.watches(
         secrets,
         watcher::Config::default().labels(&credential_selector()),
@@ -175,6 +183,13 @@ pub fn build(
                 name: &s.name_any(),
             })
         },
+    );
+    // A generator Pod's every change is a step of its Catalog's run.
+    let pods: Api<Pod> = Api::namespaced(client, own_namespace);
+    controller = controller.watches(
+        pods,
+        watcher::Config::default().labels(&format!("{GENERATOR_LABEL}=true")),
+        |p: Pod| generator_of(&p),
     );
     let ctx = Context::new(parts, reader, memory);
     (controller, ctx)

@@ -10,6 +10,7 @@
 //! * [`metrics`]: the `catalogd_*` metric families.
 
 pub mod budget;
+pub mod collect;
 pub mod context;
 pub mod controller;
 pub mod metrics;

@@ -10,7 +10,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
+use catalogd::collect::{self, CollectArgs};
 use catalogd::context::Parts;
+use catalogd::source::custom::pod::PodOptions;
+use catalogd::source::custom::runs::Runs;
+use catalogd::source::custom::{CustomMetrics, CustomOptions, CustomSource, upload};
 use catalogd::source::git::{GitMetrics, GitOptions, GitSource};
 use catalogd::source::image::registry::RegistryOptions;
 use catalogd::source::image::{ImageMetrics, ImageOptions, ImageSource, cache::LayerCache};
@@ -90,14 +94,46 @@ struct Flags {
     /// Git fetches running at once, across all Catalogs.
     #[arg(long, default_value_t = 2)]
     max_concurrent_git_fetches: usize,
+    /// Listen address of the upload endpoint, where generator Pods of custom sources upload
+    /// their output.
+    #[arg(long, default_value = "0.0.0.0:8084")]
+    upload_address: SocketAddr,
+    /// Base URL generator Pods reach the upload endpoint at.
+    #[arg(
+        long,
+        env = "CATALOGD_UPLOAD_URL",
+        default_value = "http://catalogd.olm-system.svc:8084"
+    )]
+    upload_url: String,
+    /// Image of the collector container of generator Pods: catalogd's own image.
+    #[arg(
+        long,
+        env = "CATALOGD_COLLECTOR_IMAGE",
+        default_value = concat!("ghcr.io/olm-rs/catalogd:v", env!("CARGO_PKG_VERSION"))
+    )]
+    collector_image: String,
+    /// Generators (custom sources) running at once, across all Catalogs.
+    #[arg(long, default_value_t = 2)]
+    max_concurrent_generators: usize,
     /// Log format: plain or json.
     #[arg(long, default_value = "plain")]
     log_format: telemetry::LogFormat,
 }
 
-#[tokio::main]
-async fn main() -> Result<()> {
-    let flags = Flags::parse();
+fn main() -> Result<()> {
+    // `catalogd collect` is the collector container of generator Pods: no runtime, no API.
+    if std::env::args().nth(1).as_deref() == Some("collect") {
+        let args = CollectArgs::parse_from(std::env::args().skip(1));
+        std::process::exit(collect::run(&args));
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?
+        .block_on(manager(Flags::parse()))
+}
+
+async fn manager(flags: Flags) -> Result<()> {
     telemetry::init_tracing(flags.log_format, "info,kube=warn")?;
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
@@ -192,6 +228,38 @@ async fn main() -> Result<()> {
         },
         Some(GitMetrics::new(&metrics.registry)?),
     );
+    let runs = Arc::new(Runs::default());
+    let custom_metrics = CustomMetrics::new(&metrics.registry)?;
+    let custom = CustomSource::new(
+        client.clone(),
+        CustomOptions {
+            pod: PodOptions {
+                namespace: flags.namespace.clone(),
+                collector_image: flags.collector_image.clone(),
+                upload_url: flags.upload_url.clone(),
+                max_bytes: flags.max_content_bytes,
+            },
+            max_concurrent: flags.max_concurrent_generators,
+        },
+        runs.clone(),
+        Some(custom_metrics.clone()),
+    );
+    let left = custom
+        .remove_leftovers()
+        .await
+        .context("removing generator pods of an earlier catalogd")?;
+    if left > 0 {
+        tracing::info!(pods = left, "removed generator pods of an earlier catalogd");
+    }
+    let upload_listener = tokio::net::TcpListener::bind(flags.upload_address)
+        .await
+        .with_context(|| format!("binding the upload endpoint to {}", flags.upload_address))?;
+    tracing::info!(address = %upload_listener.local_addr()?, "upload endpoint listening");
+    let uploads = tokio::spawn(server::serve(
+        upload_listener,
+        upload::router(runs, flags.max_content_bytes, Some(custom_metrics)),
+        shutdown.clone(),
+    ));
     let parts = Parts {
         client: client.clone(),
         store,
@@ -200,6 +268,7 @@ async fn main() -> Result<()> {
             http,
             image,
             git,
+            custom,
         },
         metrics: CatalogdMetrics::new(&metrics.registry)?,
         events: EventPublisher::from_env(client.clone(), "catalogd"),
@@ -211,6 +280,7 @@ async fn main() -> Result<()> {
     controller::run(controller, ctx, metrics, shutdown.clone()).await;
     shutdown.cancel();
     let _ = content.await;
+    let _ = uploads.await;
     let _ = admin.await;
     tracing::info!("catalogd stopped");
     Ok(())

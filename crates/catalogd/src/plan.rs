@@ -303,12 +303,25 @@ pub fn plan(
                 now,
             )
         }
-        // The source says why it cannot be unpacked.
-        _ => Plan::fetch(Fetch {
-            mode: Mode::Full,
-            announce: false,
-            next_poll: None,
-        }),
+        SourceType::Custom => {
+            let custom = spec.custom.clone().unwrap_or_default();
+            let previous_custom = previous.as_ref().and_then(|p| p.custom.as_ref());
+            remote(
+                Remote {
+                    interval: poll_interval(custom.poll_interval.as_deref()),
+                    pinned_and_served: false,
+                    // A new spec always runs its generator; a poll of the current one may
+                    // find the same output (then nothing is unpacked again).
+                    conditional: false,
+                    last_poll: previous_custom.and_then(|c| c.last_poll_attempt.as_ref()),
+                },
+                previous.clone(),
+                current,
+                status_stale,
+                status.observed_generation != generation,
+                now,
+            )
+        }
     }
 }
 
@@ -719,12 +732,50 @@ mod tests {
     }
 
     #[test]
-    fn sources_this_catalogd_lacks_are_fetched_to_say_why() {
-        let mut c = catalog(configmap_source(), 1, 0, None);
-        c.spec.source.type_ = SourceType::Custom;
+    fn a_generator_runs_for_a_new_spec_and_again_at_each_poll() {
+        let source = Source {
+            type_: SourceType::Custom,
+            custom: Some(olm_api::catalog::CustomSource {
+                image: "gen:1".into(),
+                poll_interval: Some("1h".into()),
+                ..Default::default()
+            }),
+            image: None,
+            config_maps: None,
+            http: None,
+            git: None,
+        };
+        let mut c = catalog(source.clone(), 1, 0, None);
+        c.status = None;
         assert_eq!(
             plan(&c, None, &Memory::default(), URL, clock(1)),
-            fetch(Mode::Full, false, None)
+            fetch(Mode::Full, true, Some(3600))
+        );
+        let resolved = ResolvedSource {
+            type_: Some(SourceType::Custom),
+            custom: Some(olm_api::catalog::ResolvedCustomSource {
+                image_digest: None,
+                sha256: "s".into(),
+                last_poll_attempt: Some(Time(at(100))),
+            }),
+            ..Default::default()
+        };
+        let c = catalog(source, 1, 1, Some(resolved.clone()));
+        assert_eq!(
+            plan(&c, Some(&served(HASH)), &Memory::default(), URL, clock(200)),
+            Plan::UpToDate {
+                requeue: Some(Duration::from_secs(3500))
+            }
+        );
+        assert_eq!(
+            plan(
+                &c,
+                Some(&served(HASH)),
+                &Memory::default(),
+                URL,
+                clock(3700)
+            ),
+            fetch(Mode::Conditional(resolved), false, Some(3600))
         );
     }
 

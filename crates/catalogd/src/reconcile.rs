@@ -133,7 +133,7 @@ pub async fn apply(catalog: Arc<Catalog>, ctx: &Context) -> Result<Action, Error
     }
 
     let started = Instant::now();
-    let (outcome, stored) = carry_out(
+    let (outcome, stored, recheck) = carry_out(
         &catalog,
         ctx,
         &fetch,
@@ -142,6 +142,16 @@ pub async fn apply(catalog: Arc<Catalog>, ctx: &Context) -> Result<Action, Error
         &mut known,
     )
     .await?;
+    if let Some(recheck) = recheck {
+        // Work under way elsewhere: said in the status of a new spec (a poll of served content
+        // leaves the status alone, so Unpacked does not flap), and looked at again.
+        if fetch.announce {
+            let status = next_status(&catalog, &outcome, served.as_ref(), &content_url, &now());
+            write_status(ctx, &name, known.as_ref(), &status).await?;
+            ctx.update_phase_gauge(Some((&name, status.phase)));
+        }
+        return Ok(Action::requeue(recheck));
+    }
     let type_ = catalog.spec.source.type_;
     let result = if matches!(outcome, Outcome::Failed { .. }) {
         "failure"
@@ -197,12 +207,14 @@ pub async fn apply(catalog: Arc<Catalog>, ctx: &Context) -> Result<Action, Error
             }
             Ok(requeue_after(fetch.next_poll, &name))
         }
-        Outcome::Unpacking | Outcome::Pending { .. } => Ok(requeue_after(fetch.next_poll, &name)),
+        Outcome::Unpacking | Outcome::Running { .. } | Outcome::Pending { .. } => {
+            Ok(requeue_after(fetch.next_poll, &name))
+        }
     }
 }
 
-/// Fetches and unpacks as `fetch` says; returns the outcome and, when new content was stored,
-/// what was stored.
+/// Fetches and unpacks as `fetch` says; returns the outcome, what was stored when new content
+/// was, and when to look again when the work goes on elsewhere.
 async fn carry_out(
     catalog: &Catalog,
     ctx: &Context,
@@ -210,7 +222,7 @@ async fn carry_out(
     served: Option<&Served>,
     content_url: &str,
     known: &mut Option<CatalogStatus>,
-) -> Result<(Outcome, Option<Stored>), Error> {
+) -> Result<(Outcome, Option<Stored>, Option<std::time::Duration>), Error> {
     let name = catalog.name_any();
     let uid = catalog.uid().unwrap_or_default();
     let fetched = match &fetch.mode {
@@ -223,7 +235,12 @@ async fn carry_out(
         },
     };
     let (files, resolved) = match fetched {
-        Ok(Fetched::Unchanged { resolved }) => return Ok((Outcome::Unchanged { resolved }, None)),
+        Ok(Fetched::Unchanged { resolved }) => {
+            return Ok((Outcome::Unchanged { resolved }, None, None));
+        }
+        Ok(Fetched::Running { message, recheck }) => {
+            return Ok((Outcome::Running { message }, None, Some(recheck)));
+        }
         Ok(Fetched::Content { files, resolved }) => (files, resolved),
         Err(e) => {
             return Ok((
@@ -231,6 +248,7 @@ async fn carry_out(
                     reason: e.reason,
                     message: e.message,
                 },
+                None,
                 None,
             ));
         }
@@ -268,12 +286,14 @@ async fn carry_out(
                 summary: unpacked.summary,
             },
             Some(unpacked.stored),
+            None,
         ),
         Err(failed) => (
             Outcome::Failed {
                 reason: failed.reason,
                 message: failed.message,
             },
+            None,
             None,
         ),
     })
@@ -356,6 +376,10 @@ pub async fn cleanup(catalog: Arc<Catalog>, ctx: &Context) -> Result<Action, Err
         .content_bytes
         .remove_label_values(&[&name]);
     ctx.memory.forget(&name);
+    ctx.parts
+        .sources
+        .custom
+        .forget(&catalog.uid().unwrap_or_default());
     tracing::info!(catalog = %name, "deleted the catalog's content");
     Ok(Action::await_change())
 }

@@ -45,6 +45,11 @@ pub struct Served {
 pub enum Outcome {
     /// A fetch is starting (written before slow sources so people see progress).
     Unpacking,
+    /// The source's work goes on elsewhere (a generator Pod runs).
+    Running {
+        /// Where it is.
+        message: String,
+    },
     /// Fetched content waits for its share of the unpack budget.
     Pending {
         /// What it waits for.
@@ -96,6 +101,7 @@ pub fn next_status(
         Outcome::Pending { message } => {
             cond(UNPACKED, false, reasons::UNPACK_PENDING, message.clone())
         }
+        Outcome::Running { message } => cond(UNPACKED, false, reasons::UNPACKING, message.clone()),
         Outcome::Unpacked { summary, .. } => {
             cond(UNPACKED, true, reasons::UNPACK_SUCCESSFUL, summary.clone())
         }
@@ -143,7 +149,7 @@ pub fn next_status(
     };
     set_condition(&mut status.conditions, serving);
     status.phase = Some(match outcome {
-        Outcome::Unpacking | Outcome::Pending { .. } => Phase::Unpacking,
+        Outcome::Unpacking | Outcome::Running { .. } | Outcome::Pending { .. } => Phase::Unpacking,
         Outcome::Unpacked { .. } | Outcome::Unchanged { .. } => Phase::Unpacked,
         Outcome::Failed { .. } => Phase::Failing,
     });
@@ -152,7 +158,10 @@ pub fn next_status(
             status.resolved_source = Some(resolved.clone());
         }
         // A failure keeps the resolved source of the content still served.
-        Outcome::Unpacking | Outcome::Pending { .. } | Outcome::Failed { .. } => {}
+        Outcome::Unpacking
+        | Outcome::Running { .. }
+        | Outcome::Pending { .. }
+        | Outcome::Failed { .. } => {}
     }
     match served {
         Some(s) => {
@@ -174,7 +183,10 @@ pub fn next_status(
             };
         }
     }
-    if !matches!(outcome, Outcome::Unpacking | Outcome::Pending { .. }) {
+    if !matches!(
+        outcome,
+        Outcome::Unpacking | Outcome::Running { .. } | Outcome::Pending { .. }
+    ) {
         status.observed_generation = generation;
     }
     status

@@ -5,6 +5,7 @@
 pub mod archive;
 pub mod configmaps;
 pub mod credentials;
+pub mod custom;
 pub mod git;
 pub mod http;
 pub mod image;
@@ -34,6 +35,14 @@ pub enum Fetched {
     Unchanged {
         /// The resolved source to record.
         resolved: ResolvedSource,
+    },
+    /// The work goes on elsewhere (a generator Pod): nothing to unpack yet. A change of that
+    /// work brings the next reconcile; `recheck` is the latest it comes.
+    Running {
+        /// Where the work is.
+        message: String,
+        /// When to look again at the latest.
+        recheck: std::time::Duration,
     },
 }
 
@@ -121,6 +130,8 @@ pub struct Sources {
     pub image: image::ImageSource,
     /// `git`.
     pub git: git::GitSource,
+    /// `custom`.
+    pub custom: custom::CustomSource,
 }
 
 impl Sources {
@@ -131,13 +142,7 @@ impl Sources {
             SourceType::Http => Ok(&self.http),
             SourceType::Image => Ok(&self.image),
             SourceType::Git => Ok(&self.git),
-            other => Err(SourceError::new(
-                reasons::UNSUPPORTED_SOURCE,
-                format!(
-                    "this catalogd cannot unpack {} sources yet; use an image, configMaps, http or git source",
-                    other.as_str()
-                ),
-            )),
+            SourceType::Custom => Ok(&self.custom),
         }
     }
 }

@@ -1,0 +1,227 @@
+//! The generator runs under way, in memory: which Pod runs for which Catalog and spec, the
+//! hash of its one-time upload token, and what it uploaded. A restart forgets them, and
+//! catalogd deletes every generator Pod at start-up, so a Pod of an earlier catalogd can
+//! never upload.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+use std::time::Instant;
+
+use sha2::{Digest, Sha256};
+
+/// One run.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// The Pod.
+    pub pod: String,
+    /// The spec it runs.
+    pub spec_hash: String,
+    /// When the Pod was created.
+    pub started: Instant,
+    /// sha256 of its token.
+    token_hash: [u8; 32],
+    /// Whether the token was used (an upload was accepted).
+    used: bool,
+    /// The accepted upload.
+    pub upload: Option<Upload>,
+    /// Uploads refused for this Pod, described.
+    pub rejected: Vec<String>,
+}
+
+/// An accepted upload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upload {
+    /// The file.
+    pub bytes: Vec<u8>,
+    /// Its sha256, hex.
+    pub sha256: String,
+}
+
+/// Why an upload was refused (the HTTP status and the body say so).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Rejected {
+    /// No run has this Pod: a forgery, or a Pod of an earlier catalogd.
+    #[error("no generator run is waiting for an upload from pod {0}")]
+    UnknownPod(String),
+    /// The token is not the Pod's.
+    #[error("the upload token is not the one catalogd gave pod {0}")]
+    WrongToken(String),
+    /// The token was used already.
+    #[error("pod {0} uploaded already; a token is good for one upload")]
+    Replayed(String),
+    /// The body does not have the sha256 the collector computed.
+    #[error("the body's sha256 is {actual}, not {claimed} as the collector computed")]
+    Checksum {
+        /// What the collector said.
+        claimed: String,
+        /// What arrived.
+        actual: String,
+    },
+}
+
+/// The runs, by Catalog uid.
+#[derive(Debug, Default)]
+pub struct Runs {
+    runs: Mutex<HashMap<String, Run>>,
+}
+
+/// A new token: 32 random bytes, hex.
+pub fn new_token() -> Result<String, getrandom::Error> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes)?;
+    Ok(hex(&bytes))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn hash(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+/// Equal in time independent of where they differ.
+fn same(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+impl Runs {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Run>> {
+        self.runs.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records a new run of `pod` for the Catalog `uid`, replacing any other.
+    pub fn start(&self, uid: &str, pod: &str, spec_hash: &str, token: &str) {
+        self.lock().insert(
+            uid.to_owned(),
+            Run {
+                pod: pod.to_owned(),
+                spec_hash: spec_hash.to_owned(),
+                started: Instant::now(),
+                token_hash: hash(token),
+                used: false,
+                upload: None,
+                rejected: Vec::new(),
+            },
+        );
+    }
+
+    /// The run of the Catalog `uid`.
+    pub fn get(&self, uid: &str) -> Option<Run> {
+        self.lock().get(uid).cloned()
+    }
+
+    /// Forgets the run of the Catalog `uid`; returns it.
+    pub fn finish(&self, uid: &str) -> Option<Run> {
+        self.lock().remove(uid)
+    }
+
+    /// Runs under way.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Accepts `body` as the upload of `pod`, if `token` is its unused token and `claimed` its
+    /// sha256.
+    pub fn accept(
+        &self,
+        pod: &str,
+        token: &str,
+        claimed: &str,
+        body: Vec<u8>,
+    ) -> Result<(), Rejected> {
+        let mut runs = self.lock();
+        let Some(run) = runs.values_mut().find(|r| r.pod == pod) else {
+            return Err(Rejected::UnknownPod(pod.to_owned()));
+        };
+        let refuse = |run: &mut Run, why: Rejected| {
+            run.rejected.push(why.to_string());
+            Err(why)
+        };
+        if !same(&run.token_hash, &hash(token)) {
+            return refuse(run, Rejected::WrongToken(pod.to_owned()));
+        }
+        if run.used {
+            return refuse(run, Rejected::Replayed(pod.to_owned()));
+        }
+        let actual = hex(&Sha256::digest(&body));
+        if !actual.eq_ignore_ascii_case(claimed.trim()) {
+            return refuse(
+                run,
+                Rejected::Checksum {
+                    claimed: claimed.trim().to_owned(),
+                    actual,
+                },
+            );
+        }
+        run.used = true;
+        run.upload = Some(Upload {
+            bytes: body,
+            sha256: actual,
+        });
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sha(body: &[u8]) -> String {
+        hex(&Sha256::digest(body))
+    }
+
+    #[test]
+    fn only_the_pods_token_uploads_and_only_once() {
+        let runs = Runs::default();
+        let token = new_token().unwrap();
+        assert_eq!(token.len(), 64);
+        assert_ne!(token, new_token().unwrap());
+        runs.start("uid", "pod-a", "h", &token);
+        let body = b"{}".to_vec();
+        assert_eq!(
+            runs.accept("pod-b", &token, &sha(&body), body.clone()),
+            Err(Rejected::UnknownPod("pod-b".into()))
+        );
+        assert_eq!(
+            runs.accept("pod-a", "forged", &sha(&body), body.clone()),
+            Err(Rejected::WrongToken("pod-a".into()))
+        );
+        assert!(matches!(
+            runs.accept("pod-a", &token, &sha(b"other"), body.clone()),
+            Err(Rejected::Checksum { .. })
+        ));
+        runs.accept("pod-a", &token, &sha(&body), body.clone())
+            .unwrap();
+        assert_eq!(
+            runs.accept("pod-a", &token, &sha(&body), body.clone()),
+            Err(Rejected::Replayed("pod-a".into()))
+        );
+        let run = runs.finish("uid").unwrap();
+        assert_eq!(run.upload.unwrap().bytes, body);
+        assert_eq!(run.rejected.len(), 3);
+        assert!(runs.is_empty());
+        // A finished run takes no more uploads.
+        assert!(matches!(
+            runs.accept("pod-a", &token, &sha(&body), body),
+            Err(Rejected::UnknownPod(_))
+        ));
+    }
+
+    #[test]
+    fn a_new_run_replaces_the_old_one() {
+        let runs = Runs::default();
+        runs.start("uid", "pod-a", "h1", "t1");
+        runs.start("uid", "pod-b", "h2", "t2");
+        assert_eq!(runs.len(), 1);
+        assert!(matches!(
+            runs.accept("pod-a", "t1", &sha(b""), Vec::new()),
+            Err(Rejected::UnknownPod(_))
+        ));
+    }
+}
