@@ -15,6 +15,7 @@ pub mod cluster;
 pub mod context;
 pub mod git;
 pub mod images;
+pub mod kubelet;
 pub mod manager;
 pub mod operators;
 pub mod process;

@@ -215,6 +215,8 @@ pub struct Catalogd {
     pub content_url: String,
     /// Base URL of the admin server.
     pub admin_url: String,
+    /// Where generator Pods upload (`--upload-url`).
+    pub upload_url: String,
     /// Its storage folder.
     pub storage: PathBuf,
     /// Its name in logs.
@@ -293,6 +295,7 @@ pub fn run_base() -> Result<PathBuf> {
 pub fn start_catalogd_with(name: &str, extra_args: &[String]) -> Result<Catalogd> {
     let (base, dir, kubeconfig) = working_dir(name, "catalogd.yaml", "catalogd")?;
     let (content_port, admin_port) = free_ports()?;
+    let upload_port = free_port()?;
     let storage = dir.join("storage");
     let content_url = format!("http://127.0.0.1:{content_port}");
     let mut args = vec![
@@ -304,6 +307,10 @@ pub fn start_catalogd_with(name: &str, extra_args: &[String]) -> Result<Catalogd
         "--http-timeout-seconds=10".into(),
         "--max-content-bytes=1048576".into(),
         "--git-timeout-seconds=30".into(),
+        // Generator Pods run on the harness's fake node (olm_e2e::kubelet), on this machine.
+        format!("--upload-address=127.0.0.1:{upload_port}"),
+        format!("--upload-url=http://127.0.0.1:{upload_port}"),
+        "--collector-image=olm-rs/catalogd:e2e".into(),
         format!(
             "--registry-ca-file={}",
             crate::tls::ca()?.cert_file().display()
@@ -317,6 +324,7 @@ pub fn start_catalogd_with(name: &str, extra_args: &[String]) -> Result<Catalogd
         manager,
         content_url,
         admin_url,
+        upload_url: format!("http://127.0.0.1:{upload_port}"),
         storage,
         name: name.to_owned(),
         args,

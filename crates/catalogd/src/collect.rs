@@ -53,6 +53,7 @@ pub struct Failure {
 /// Runs the collector; returns its exit code, having written the termination message on
 /// failure. The token comes from the environment ([`TOKEN_ENV`]).
 pub fn run(args: &CollectArgs) -> i32 {
+    olm_runtime::install_crypto_provider();
     let token = std::env::var(TOKEN_ENV).unwrap_or_default();
     match collect(args, &token) {
         Ok(bytes) => {

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod catalogd;
+mod custom;
 mod garbage_collection;
 mod git;
 mod images;

@@ -163,12 +163,16 @@ pub fn verdict(pod: &Pod, age: Duration, timeout: Duration) -> Verdict {
             .and_then(|m| m.strip_prefix(':'))
             .unwrap_or(message)
             .trim();
+        let text = if text.is_empty() {
+            "it left no termination message; see the collector container's log".to_owned()
+        } else {
+            clip(text)
+        };
         return failed(
             reason,
             format!(
-                "the collector of pod {name} failed (exit code {}): {}",
-                done.exit_code,
-                clip(text)
+                "the collector of pod {name} failed (exit code {}): {text}",
+                done.exit_code
             ),
         );
     }

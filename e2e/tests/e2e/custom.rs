@@ -1,0 +1,218 @@
+//! The custom source: a generator container writes the catalog, the collector uploads it.
+//! No kubelet runs here, so the harness plays the node for generator Pods only
+//! (`olm_e2e::kubelet`: it runs the generator's command locally, then the real `catalogd
+//! collect`, and writes the Pod's status through the API); catalogd, the API server, the Pods,
+//! Secrets, upload and status are real.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Pod, Secret};
+use k8s_openapi::api::events::v1::Event;
+use kube::ResourceExt;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use olm_api::catalog::Catalog;
+use olm_e2e::catalogs::{
+    create_catalog, metric, status, unpacked_message, wait_reason, wait_unpacked,
+};
+use olm_e2e::context::TestContext;
+use olm_e2e::kubelet::{FORGE_TOKEN_ENV, FakeKubelet};
+use olm_e2e::manager::{OLM_NAMESPACE, binary, catalogd};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use crate::catalogd::wait_for_event;
+
+/// The example catalog as one line of JSON blobs, as a generator would print it.
+const CATALOG_JSON: &str = concat!(
+    r#"{"schema":"olm.package","name":"example-operator","defaultChannel":"stable"}"#,
+    r#"{"schema":"olm.channel","name":"stable","package":"example-operator","entries":[{"name":"example-operator.v0.1.0"}]}"#,
+    r#"{"schema":"olm.bundle","name":"example-operator.v0.1.0","package":"example-operator","image":"quay.io/olmtest/example-operator-bundle:v0.1.0","properties":[{"type":"olm.package","value":{"packageName":"example-operator","version":"0.1.0"}}]}"#
+);
+
+/// A custom source running `script` with /bin/sh, as in the elemental example.
+fn generator(script: &str) -> serde_json::Value {
+    json!({"type": "custom", "custom": {
+        "image": "docker.io/library/busybox:1.36",
+        "command": ["/bin/sh", "-c"],
+        "args": [script],
+        "outputFile": "catalog.json",
+        "mountPath": "/output",
+        "timeout": "60s",
+    }})
+}
+
+async fn set_custom(api: &Api<Catalog>, name: &str, custom: serde_json::Value) {
+    api.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"source": {"custom": custom}}})),
+    )
+    .await
+    .unwrap();
+}
+
+/// The generator Pods (and token Secrets) of the Catalog `uid`.
+async fn leftovers(ctx: &TestContext, uid: &str) -> usize {
+    let selector = ListParams::default().labels(&format!("olm-rs.io/catalog-uid={uid}"));
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), OLM_NAMESPACE);
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), OLM_NAMESPACE);
+    let pods = pods.list_metadata(&selector).await.unwrap().items.len();
+    // Token Secrets carry no uid label; they are owned by their Pod: any left of this test?
+    let all = secrets
+        .list_metadata(&ListParams::default().labels("olm-rs.io/catalog-generator=true"))
+        .await
+        .unwrap();
+    pods + all
+        .items
+        .iter()
+        .filter(|s| s.name_any().contains(&ctx.namespace))
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generators_are_collected_and_their_failures_explained() {
+    let ctx = TestContext::new("custom").await.unwrap();
+    let cd = catalogd().unwrap();
+    let node = FakeKubelet::start(
+        ctx.client.clone(),
+        &format!("{}-", ctx.namespace),
+        binary("catalogd").unwrap(),
+    );
+    let name = ctx.name("gen");
+    let events: Api<Event> = Api::namespaced(ctx.client.clone(), "default");
+
+    // The elemental example: a shell command echoes JSON into the output file. It sleeps a
+    // moment first, so that the test can read the Pod's token while it runs.
+    let script = format!("sleep 2; echo '{CATALOG_JSON}' > /output/catalog.json");
+    let api = create_catalog(&ctx, &name, generator(&script))
+        .await
+        .unwrap();
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), OLM_NAMESPACE);
+    let (pod, token) = {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let list = secrets
+                .list(&ListParams::default().labels("olm-rs.io/catalog-generator=true"))
+                .await
+                .unwrap();
+            let mine = list
+                .items
+                .into_iter()
+                .find(|s| s.name_any().contains(&ctx.namespace));
+            if let Some(secret) = mine {
+                let token = secret.data.unwrap()["token"].0.clone();
+                break (
+                    secret.metadata.name.unwrap(),
+                    String::from_utf8(token).unwrap(),
+                );
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no token Secret appeared"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    let served = wait_unpacked(&api, &name, None).await.unwrap();
+    let s = status(Some(&served));
+    let custom = s.resolved_source.clone().unwrap().custom.unwrap();
+    let expected: String = Sha256::digest(format!("{CATALOG_JSON}\n"))
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(custom.sha256, expected);
+    let content = reqwest::get(s.content_url.clone().unwrap())
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(content.contains("example-operator.v0.1.0"), "{content}");
+    let good = s.content_hash.clone().unwrap();
+    let uid = served.uid().unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while leftovers(&ctx, &uid).await > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the generator pod was left behind"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    // The run's token again, after its upload: replayed, refused.
+    let rejected = ["result=\"rejected\""];
+    let rejected_before = metric(&cd.admin_url, "catalogd_custom_uploads_total", &rejected)
+        .await
+        .unwrap();
+    let replay = reqwest::Client::new()
+        .put(format!("{}/uploads/{pod}", cd.upload_url))
+        .bearer_auth(&token)
+        .header("x-content-sha256", &expected)
+        .body(format!("{CATALOG_JSON}\n"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(replay.status(), reqwest::StatusCode::FORBIDDEN);
+    let rejected_after = metric(&cd.admin_url, "catalogd_custom_uploads_total", &rejected)
+        .await
+        .unwrap();
+    assert_eq!(rejected_after, rejected_before + 1.0);
+
+    // Failures, each explained, each keeping the good content served, none leaving a Pod.
+    let mut failures = vec![
+        (
+            generator("echo 'cannot reach the package server' >&2; exit 3"),
+            "GeneratorFailed",
+            vec!["exited with code 3", "cannot reach the package server"],
+        ),
+        (
+            {
+                let mut g = generator("sleep 60");
+                g["custom"]["timeout"] = json!("3s");
+                g
+            },
+            "GeneratorTimedOut",
+            vec!["did not finish within 3s"],
+        ),
+        (
+            generator(r#"echo '{"schema":"olm.package"}' > /output/catalog.json"#),
+            "InvalidContent",
+            vec!["catalog.json"],
+        ),
+        (generator("true"), "OutputMissing", vec!["wrote no file at"]),
+    ];
+    let mut forged = generator(&format!("echo '{CATALOG_JSON}' > /output/catalog.json"));
+    forged["custom"]["env"] = json!([{"name": FORGE_TOKEN_ENV, "value": "0".repeat(64)}]);
+    failures.push((forged, "UploadRejected", vec!["not the one catalogd gave"]));
+    for (custom, reason, words) in failures {
+        set_custom(&api, &name, custom["custom"].clone()).await;
+        let failed = wait_reason(&api, &name, reason).await.unwrap();
+        let message = unpacked_message(&failed);
+        for w in words {
+            assert!(message.contains(w), "{reason}: {message}");
+        }
+        assert_eq!(
+            status(Some(&failed)).content_hash.as_deref(),
+            Some(good.as_str()),
+            "{reason}"
+        );
+        wait_for_event(&events, &name, reason).await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while leftovers(&ctx, &uid).await > 0 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{reason}: a pod was left behind"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    let still = reqwest::get(status(Some(&served)).content_url.unwrap())
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(still, content, "the last good content stays served");
+    assert!(node.ran().len() >= 6, "{:?}", node.ran());
+    ctx.cleanup().await.unwrap();
+}
