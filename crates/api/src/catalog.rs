@@ -354,8 +354,8 @@ pub struct CustomEnvVar {
         regex(pattern = r"^[A-Za-z_][A-Za-z0-9_.-]*$")
     )]
     pub name: String,
-    /// Value.
-    #[serde(default)]
+    /// Value (required: `valueFrom` does not exist here, and a field the API server does not
+    /// know would be dropped silently).
     pub value: String,
 }
 

@@ -148,7 +148,7 @@ async fn main() -> Result<()> {
     }
 
     println!(
-        "\nWhy each catalog is in its phase (the image and git samples name quay.io and git.example.com, which a machine without internet cannot reach; custom sources come in a later version):"
+        "\nWhy each catalog is in its phase (the image and git samples name quay.io and git.example.com, which a machine without internet cannot reach; the custom sample's generator Pod waits for a node, and the local control plane has none):"
     );
     for c in catalogs.list(&Default::default()).await?.items {
         let status = c.status.clone().unwrap_or_default();

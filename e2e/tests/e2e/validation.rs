@@ -166,6 +166,54 @@ async fn a_git_source_needs_exactly_one_ref() {
 }
 
 #[tokio::test]
+async fn a_custom_source_stays_inside_its_volume_and_reads_no_secret() {
+    let ctx = TestContext::new("custom-spec").await.unwrap();
+    for (i, (field, value, words)) in [
+        (
+            "outputFile",
+            json!("../etc/passwd"),
+            vec!["outputFile may not hold . or .. segments"],
+        ),
+        (
+            "outputFile",
+            json!("/abs.json"),
+            vec!["spec.source.custom.outputFile", "should match"],
+        ),
+        (
+            "mountPath",
+            json!("/output/.."),
+            vec!["mountPath may not hold . or .. segments"],
+        ),
+        (
+            "mountPath",
+            json!("relative"),
+            vec!["spec.source.custom.mountPath", "should match"],
+        ),
+        (
+            "env",
+            json!([{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]),
+            vec!["spec.source.custom.env[0].value", "Required value"],
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut custom = json!({"image": "gen:1"});
+        custom[field] = value;
+        let msg = rejection(
+            &ctx,
+            catalog(
+                &ctx.name(&format!("c{i}")),
+                json!({"type": "custom", "custom": custom}),
+            ),
+        )
+        .await;
+        assert_mentions(&msg, &words);
+    }
+    ctx.cleanup().await.unwrap();
+}
+
+#[tokio::test]
 async fn a_bad_poll_interval_is_rejected() {
     let ctx = TestContext::new("poll").await.unwrap();
     let msg = rejection(
