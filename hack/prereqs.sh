@@ -14,6 +14,9 @@ ensure_debian_packages() {
   command -v tail >/dev/null 2>&1 || missing+=(coreutils)
   # The e2e tests' OCI registry (image sources).
   command -v docker-registry >/dev/null 2>&1 || missing+=(docker-registry)
+  # The e2e tests' git servers: git's http-backend, and OpenSSH's sshd for git over ssh.
+  command -v git >/dev/null 2>&1 || missing+=(git)
+  [ -x /usr/sbin/sshd ] && command -v ssh-keygen >/dev/null 2>&1 || missing+=(openssh-server)
   [ -e /etc/ssl/certs/ca-certificates.crt ] || missing+=(ca-certificates)
   if [ ${#missing[@]} -gt 0 ]; then
     prereq_log "installing Debian packages: ${missing[*]}"

@@ -22,6 +22,7 @@ pub mod process;
 pub mod registry;
 pub mod samples;
 pub mod serve;
+pub mod ssh;
 pub mod table;
 pub mod tls;
 pub mod wait;

@@ -229,10 +229,13 @@ async fn carry_out(
         Mode::Confirm(resolved) => Ok(Fetched::Unchanged {
             resolved: resolved.clone(),
         }),
-        mode => match ctx.parts.sources.get(catalog.spec.source.type_) {
-            Ok(source) => source.fetch(catalog, mode).await,
-            Err(e) => Err(e),
-        },
+        mode => {
+            ctx.parts
+                .sources
+                .get(catalog.spec.source.type_)
+                .fetch(catalog, mode)
+                .await
+        }
     };
     let (files, resolved) = match fetched {
         Ok(Fetched::Unchanged { resolved }) => {

@@ -23,6 +23,7 @@ fn remote(url: &str, account: Option<(&str, &str)>) -> Remote {
             .unwrap(),
         timeout: Duration::from_secs(30),
         shown: url.to_owned(),
+        ssh: None,
     }
 }
 
@@ -266,4 +267,88 @@ async fn huge_packs_and_silent_servers_are_given_up_on() {
     assert!(err.message.contains("took longer than 2s"), "{err}");
     assert!(started.elapsed() < Duration::from_secs(20));
     drop(silent);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ssh_repositories_need_a_known_host_and_an_accepted_key() {
+    use catalogd::source::git::ssh::SshAuth;
+    use olm_e2e::ssh::SshServer;
+
+    rustls();
+    let dir = tempfile::tempdir().unwrap();
+    let scratch = dir.path().join("scratch");
+    let server = GitServer::start(&dir.path().join("repos"), None)
+        .await
+        .unwrap();
+    let repo = server.create("catalogs").unwrap();
+    let head = repo
+        .commit("main", &[("catalog/c.yaml", CATALOG)], "one")
+        .unwrap();
+    repo.tag("v1").unwrap();
+    let sshd = SshServer::start(&dir.path().join("sshd")).unwrap();
+    let url = sshd.url(&server.root.join("catalogs.git"));
+    let with = |key: &str, known: &str| Remote {
+        ssh: Some(SshAuth {
+            private_key: key.to_owned(),
+            known_hosts: known.to_owned(),
+        }),
+        ..remote(&url, None)
+    };
+    let good = with(&sshd.private_key, &sshd.known_hosts);
+
+    let id = ls(&good, branch("main"), scratch.clone()).await.unwrap();
+    assert_eq!(id.to_string(), head);
+    let id = ls(&good, Want::Tag("v1".into()), scratch.clone())
+        .await
+        .unwrap();
+    assert_eq!(id.to_string(), head);
+    let (commit, files) = fetch_files(&good, branch("main"), scratch.clone(), "catalog", 1 << 20)
+        .await
+        .unwrap();
+    assert_eq!(commit.to_string(), head);
+    assert_eq!(files.len(), 1);
+
+    // A host key that is not the known one: refused before any credential is offered.
+    let err = ls(
+        &with(&sshd.private_key, &sshd.wrong_known_hosts),
+        branch("main"),
+        scratch.clone(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.reason, "Unauthorized", "{err}");
+    assert!(err.message.contains("host key"), "{err}");
+    let err = ls(
+        &with(&sshd.private_key, "# nothing\n"),
+        branch("main"),
+        scratch.clone(),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        err.message.contains("is not in the ssh-knownhosts"),
+        "{err}"
+    );
+
+    // A key the server does not accept.
+    let err = ls(
+        &with(&sshd.stranger_key, &sshd.known_hosts),
+        branch("main"),
+        scratch.clone(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.reason, "Unauthorized", "{err}");
+    assert!(err.message.contains("refused the ssh-privatekey"), "{err}");
+
+    // Not a key at all.
+    let err = ls(
+        &with("not a key", &sshd.known_hosts),
+        branch("main"),
+        scratch.clone(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.reason, "InvalidCredentials", "{err}");
+    assert_eq!(std::fs::read_dir(&scratch).unwrap().count(), 0);
 }

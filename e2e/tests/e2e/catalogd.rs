@@ -672,24 +672,6 @@ async fn a_catalog_with_a_253_character_name_gets_its_events() {
     ctx.cleanup().await.unwrap();
 }
 
-#[tokio::test]
-async fn a_source_type_this_catalogd_cannot_unpack_yet_is_reported_clearly() {
-    let ctx = TestContext::new("cd-unsupported").await.unwrap();
-    catalogd().unwrap();
-    // Git over ssh is not implemented yet.
-    let name = ctx.name("ssh");
-    let api = create_catalog(
-        &ctx,
-        &name,
-        json!({"type": "git", "git": {"repository": "git@git.example.com:c.git", "ref": {"branch": "main"}}}),
-    )
-    .await
-    .unwrap();
-    let c = wait_reason(&api, &name, "UnsupportedSource").await.unwrap();
-    assert_eq!(c.status.unwrap().phase, Some(Phase::Failing));
-    ctx.cleanup().await.unwrap();
-}
-
 /// catalogd writes its status with server-side apply, owning only its own conditions: a
 /// condition and the imageTemplate written by another manager (the catalog-switcher) survive
 /// catalogd's next unpack.

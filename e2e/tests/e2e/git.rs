@@ -333,3 +333,59 @@ async fn a_private_repository_needs_an_opted_in_secret_over_https() {
     );
     ctx.cleanup().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ssh_repository_needs_a_key_and_the_hosts_known_key() {
+    let ctx = TestContext::new("git-ssh").await.unwrap();
+    catalogd().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let server = GitServer::start(&dir.path().join("repos"), None)
+        .await
+        .unwrap();
+    let repo = server.create("catalogs").unwrap();
+    let head = commit_example(&repo, "0.1.0");
+    let sshd = olm_e2e::ssh::SshServer::start(&dir.path().join("sshd")).unwrap();
+    let url = sshd.url(&server.root.join("catalogs.git"));
+
+    // A Secret with the key but no known hosts: catalogd never trusts a host key on first use.
+    let secret = ctx.name("ssh-auth");
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), OLM_NAMESPACE);
+    let doc = ctx.labelled(json!({
+        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/ssh-auth",
+        "metadata": {"name": secret, "namespace": OLM_NAMESPACE,
+            "labels": {"olm-rs.io/catalog-credential": "true"}},
+        "stringData": {"ssh-privatekey": sshd.private_key},
+    }));
+    secrets
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(doc).unwrap(),
+        )
+        .await
+        .unwrap();
+    let name = ctx.name("ssh");
+    let mut source = git_source(&url, json!({"branch": "main"}));
+    source["git"]["authSecret"] = json!({"name": secret});
+    let api = create_catalog(&ctx, &name, source).await.unwrap();
+    let c = wait_reason(&api, &name, "InvalidCredentials")
+        .await
+        .unwrap();
+    assert!(
+        unpacked_message(&c).contains("ssh-knownhosts"),
+        "{}",
+        unpacked_message(&c)
+    );
+
+    // The server's known_hosts line added: served over ssh.
+    secrets
+        .patch(
+            &secret,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"stringData": {"ssh-knownhosts": sshd.known_hosts}})),
+        )
+        .await
+        .unwrap();
+    let served = wait_unpacked(&api, &name, None).await.unwrap();
+    assert_eq!(commit_of(Some(&served)).as_deref(), Some(head.as_str()));
+    ctx.cleanup().await.unwrap();
+}

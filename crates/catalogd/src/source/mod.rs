@@ -58,8 +58,6 @@ pub mod reasons {
     pub const CHECKSUM_MISMATCH: &str = "ChecksumMismatch";
     /// The source reads a namespace catalogd may not read.
     pub const NAMESPACE_NOT_ALLOWED: &str = "NamespaceNotAllowed";
-    /// This catalogd does not implement the source type yet.
-    pub const UNSUPPORTED_SOURCE: &str = "UnsupportedSource";
     /// A referenced Secret or CA bundle is missing or malformed.
     pub const INVALID_CREDENTIALS: &str = "InvalidCredentials";
     /// A referenced Secret lacks the opt-in label of credentials (see `credentials`).
@@ -135,14 +133,14 @@ pub struct Sources {
 }
 
 impl Sources {
-    /// The implementation for `type_`, or an error for types this catalogd does not serve yet.
-    pub fn get(&self, type_: SourceType) -> Result<&dyn CatalogSource, SourceError> {
+    /// The implementation for `type_`.
+    pub fn get(&self, type_: SourceType) -> &dyn CatalogSource {
         match type_ {
-            SourceType::ConfigMaps => Ok(&self.config_maps),
-            SourceType::Http => Ok(&self.http),
-            SourceType::Image => Ok(&self.image),
-            SourceType::Git => Ok(&self.git),
-            SourceType::Custom => Ok(&self.custom),
+            SourceType::ConfigMaps => &self.config_maps,
+            SourceType::Http => &self.http,
+            SourceType::Image => &self.image,
+            SourceType::Git => &self.git,
+            SourceType::Custom => &self.custom,
         }
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod remote;
 pub mod spec;
+pub mod ssh;
 pub mod tree;
 
 use std::path::PathBuf;
@@ -109,14 +110,26 @@ impl GitSource {
         }
     }
 
-    /// The basic credentials of `spec`, if it names a Secret: checked before anything is sent.
-    async fn account(
+    /// The credentials of `spec` (basic for https, a key and known hosts for ssh), if it names
+    /// a Secret: checked before anything is sent.
+    async fn credentials(
         &self,
         spec: &GitSpec,
         transport: Transport,
-    ) -> Result<Option<(String, String)>, SourceError> {
+    ) -> Result<Credentials, SourceError> {
         let Some(secret_ref) = &spec.auth_secret else {
-            return Ok(None);
+            if transport == Transport::Ssh {
+                return Err(SourceError::new(
+                    reasons::INVALID_CREDENTIALS,
+                    format!(
+                        "{} is an ssh repository: name a Secret with {} and {} in git.authSecret",
+                        spec::redact(&spec.repository),
+                        ssh::PRIVATE_KEY,
+                        ssh::KNOWN_HOSTS
+                    ),
+                ));
+            }
+            return Ok(Credentials::default());
         };
         if transport == Transport::Http {
             return Err(spec::credentials_need_tls(
@@ -131,10 +144,19 @@ impl GitSource {
             "auth Secret",
         )
         .await?;
-        Ok(Some(match http_auth(&secret, &secret_ref.name)? {
-            HttpAuth::Bearer(token) => (TOKEN_USER.to_owned(), token),
-            HttpAuth::Basic(user, password) => (user, password.unwrap_or_default()),
-        }))
+        if transport == Transport::Ssh {
+            return ssh_auth(&secret, &secret_ref.name).map(|a| Credentials {
+                ssh: Some(a),
+                ..Default::default()
+            });
+        }
+        Ok(Credentials {
+            account: Some(match http_auth(&secret, &secret_ref.name)? {
+                HttpAuth::Bearer(token) => (TOKEN_USER.to_owned(), token),
+                HttpAuth::Basic(user, password) => (user, password.unwrap_or_default()),
+            }),
+            ..Default::default()
+        })
     }
 
     async fn get(&self, catalog: &Catalog, mode: &Mode) -> Result<Fetched, SourceError> {
@@ -142,16 +164,7 @@ impl GitSource {
         let want = Want::from_spec(&spec.r#ref)?;
         let transport = spec::transport(&spec.repository)?;
         let directory = spec::directory(&spec)?;
-        if transport == Transport::Ssh {
-            return Err(SourceError::new(
-                reasons::UNSUPPORTED_SOURCE,
-                format!(
-                    "{}: this catalogd cannot fetch over ssh yet; use the repository's https URL with a token in git.authSecret",
-                    spec::redact(&spec.repository)
-                ),
-            ));
-        }
-        let account = self.account(&spec, transport).await?;
+        let credentials = self.credentials(&spec, transport).await?;
         let ca = match &spec.ca_bundle {
             Some(ca) => {
                 let key = ca.key.as_deref().unwrap_or("ca.crt");
@@ -161,7 +174,8 @@ impl GitSource {
         };
         let remote = remote::Remote {
             url: spec.repository.clone(),
-            account,
+            account: credentials.account,
+            ssh: credentials.ssh,
             ca,
             timeout: self.options.timeout,
             shown: spec::redact(&spec.repository),
@@ -196,6 +210,46 @@ impl GitSource {
             )
         })?
     }
+}
+
+/// What a Secret gave.
+#[derive(Default)]
+struct Credentials {
+    account: Option<(String, String)>,
+    ssh: Option<ssh::SshAuth>,
+}
+
+/// The SSH credentials a Secret holds: a private key and the server's known hosts (a host key
+/// is never trusted on first use).
+fn ssh_auth(
+    secret: &k8s_openapi::api::core::v1::Secret,
+    name: &str,
+) -> Result<ssh::SshAuth, SourceError> {
+    let data = secret.data.clone().unwrap_or_default();
+    let text = |key: &str| {
+        data.get(key)
+            .and_then(|v| String::from_utf8(v.0.clone()).ok())
+            .filter(|v| !v.trim().is_empty())
+    };
+    let private_key = text(ssh::PRIVATE_KEY).ok_or_else(|| {
+        SourceError::new(
+            reasons::INVALID_CREDENTIALS,
+            format!("auth Secret {name} has no {}", ssh::PRIVATE_KEY),
+        )
+    })?;
+    let known_hosts = text(ssh::KNOWN_HOSTS).ok_or_else(|| {
+        SourceError::new(
+            reasons::INVALID_CREDENTIALS,
+            format!(
+                "auth Secret {name} has no {}: catalogd never trusts a host key on first use; add the server's known_hosts line (ssh-keyscan HOST)",
+                ssh::KNOWN_HOSTS
+            ),
+        )
+    })?;
+    Ok(ssh::SshAuth {
+        private_key,
+        known_hosts,
+    })
 }
 
 /// One fetch, run on a blocking thread.

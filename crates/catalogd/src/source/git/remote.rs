@@ -25,8 +25,10 @@ use crate::source::{SourceError, reasons};
 pub struct Remote {
     /// The clone URL.
     pub url: String,
-    /// Basic credentials, if any.
+    /// Basic credentials, if any (https).
     pub account: Option<(String, String)>,
+    /// SSH credentials (ssh URLs).
+    pub ssh: Option<super::ssh::SshAuth>,
     /// Extra trusted CAs (https).
     pub ca: Vec<reqwest::Certificate>,
     /// The most a whole operation may take.
@@ -67,7 +69,7 @@ pub fn ls_ref(remote: &Remote, want: &Want, scratch: &Path) -> Result<ObjectId, 
     let dir = scratch_dir(scratch)?;
     let repo = init(dir.path())?;
     let handle = remote_for(&repo, remote, want)?;
-    let (map, _) = connect(&handle, remote)
+    let (map, _) = connect(&handle, remote, dir.path())
         .and_then(|c| c.ref_map(gix::progress::Discard, ref_map_options()))
         .map_err(|e| classify(remote, "listing refs of", &e, None))?;
     resolve(&map, remote, want)
@@ -91,7 +93,7 @@ pub fn fetch(
         interrupt.clone(),
     );
     let handle = remote_for(&repo, remote, want)?;
-    let result = receive(&handle, remote, want, &interrupt);
+    let result = receive(&handle, remote, want, &interrupt, dir.path());
     let stopped = watchdog.stop();
     let commit = result.map_err(|e| classify(remote, "fetching from", &e, stopped))?;
     let commit = peel_to_commit(&repo, commit).map_err(|message| {
@@ -120,9 +122,10 @@ fn receive(
     remote: &Remote,
     want: &Want,
     interrupt: &AtomicBool,
+    scratch: &Path,
 ) -> Result<ObjectId, gix::Error> {
-    let prepare =
-        connect(handle, remote)?.prepare_fetch(gix::progress::Discard, ref_map_options())?;
+    let prepare = connect(handle, remote, scratch)?
+        .prepare_fetch(gix::progress::Discard, ref_map_options())?;
     let target = match want {
         Want::Commit(id) => *id,
         _ => prepare
@@ -174,14 +177,23 @@ fn remote_for<'repo>(
         })
 }
 
-/// A connection to `handle` with our credentials and HTTP client.
+/// A connection to `handle`: over our SSH session for ssh URLs, else with our credentials and
+/// HTTP client. `scratch` is the run's scratch folder.
 fn connect<'a, 'repo>(
     handle: &'a gix::Remote<'repo>,
     remote: &Remote,
+    scratch: &Path,
 ) -> Result<
     gix::remote::Connection<'a, 'static, 'repo, Box<dyn http_transport::Transport + Send>>,
     gix::Error,
 > {
+    if let Some(auth) = &remote.ssh {
+        let target = super::ssh::target(&remote.url).map_err(gix::Error::from_error)?;
+        let transport = super::ssh::connect(&target, auth, remote.timeout, scratch, &remote.shown)
+            .map_err(gix::Error::from_error)?;
+        let boxed: Box<dyn http_transport::Transport + Send> = Box::new(transport);
+        return Ok(handle.to_connection_with_transport(boxed));
+    }
     let mut connection = handle.connect(Direction::Fetch)?;
     let account = remote.account.clone();
     connection.set_credentials(move |action| match action {
