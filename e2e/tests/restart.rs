@@ -376,3 +376,78 @@ async fn catalog_sources_are_switched_once_their_crd_is_served() {
         .await
         .unwrap();
 }
+
+/// A generator Pod of an earlier catalogd is deleted at start-up (its run, and its token, are
+/// forgotten, so its upload could never be accepted), and its Catalog runs a new one. No node
+/// runs these Pods here: they stay pending, which is all this test needs.
+#[tokio::test]
+async fn generator_pods_left_by_a_restart_are_removed_and_run_again() {
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::ListParams;
+
+    let _serial = SERIAL.lock().await;
+    let ctx = TestContext::new("restart-gen").await.unwrap();
+    let cd = catalogd().unwrap().restart(&[]).unwrap();
+    let name = ctx.name("gen");
+    let api = create_catalog(
+        &ctx,
+        &name,
+        serde_json::json!({"type": "custom", "custom": {
+            "image": "registry.example/gen:1", "command": ["true"]}}),
+    )
+    .await
+    .unwrap();
+    let created = api.get(&name).await.unwrap();
+    let selector =
+        ListParams::default().labels(&format!("olm-rs.io/catalog-uid={}", created.uid().unwrap()));
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), olm_e2e::manager::OLM_NAMESPACE);
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    let first = loop {
+        let list = pods.list_metadata(&selector).await.unwrap();
+        if let Some(p) = list.items.first() {
+            break p.name_any();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no generator pod was created"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    let c = wait_for(&api, &name, "Unpacking with the pod named", DEADLINE, |c| {
+        find_condition(&status(c).conditions, "Unpacked")
+            .is_some_and(|u| u.reason == "Unpacking" && u.message.contains("catalog-gen-"))
+    })
+    .await
+    .unwrap();
+    assert!(
+        status(Some(&c))
+            .conditions
+            .iter()
+            .any(|c| c.message.contains(&first)),
+        "{:?}",
+        status(Some(&c)).conditions
+    );
+
+    cd.restart(&[]).unwrap();
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let names: Vec<String> = pods
+            .list_metadata(&selector)
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .map(|p| p.name_any())
+            .collect();
+        if names.len() == 1 && names[0] != first {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the old pod {first} was not replaced by one new pod: {names:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    ctx.cleanup().await.unwrap();
+}

@@ -382,7 +382,8 @@ pub async fn cleanup(catalog: Arc<Catalog>, ctx: &Context) -> Result<Action, Err
     ctx.parts
         .sources
         .custom
-        .forget(&catalog.uid().unwrap_or_default());
+        .forget(&catalog.uid().unwrap_or_default())
+        .await;
     tracing::info!(catalog = %name, "deleted the catalog's content");
     Ok(Action::await_change())
 }

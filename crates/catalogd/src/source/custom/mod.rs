@@ -138,9 +138,12 @@ impl CustomSource {
         }
     }
 
-    /// Forgets the run of a deleted Catalog (its Pod goes with it: the Catalog owns it).
-    pub fn forget(&self, uid: &str) {
-        self.runs.finish(uid);
+    /// Forgets the run of a deleted Catalog and deletes its Pod (which the garbage collector
+    /// would also delete, as the Catalog owns it, but not before the Catalog is gone).
+    pub async fn forget(&self, uid: &str) {
+        if let Some(run) = self.runs.finish(uid) {
+            self.delete(&run.pod).await;
+        }
     }
 
     fn count_run(&self, ok: bool) {
