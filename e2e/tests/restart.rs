@@ -428,7 +428,7 @@ async fn generator_pods_left_by_a_restart_are_removed_and_run_again() {
         status(Some(&c)).conditions
     );
 
-    cd.restart(&[]).unwrap();
+    let cd = cd.restart(&[]).unwrap();
     let deadline = tokio::time::Instant::now() + DEADLINE;
     loop {
         let names: Vec<String> = pods
@@ -450,4 +450,6 @@ async fn generator_pods_left_by_a_restart_are_removed_and_run_again() {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
     ctx.cleanup().await.unwrap();
+    // The next test starts the shared catalogd afresh.
+    cd.manager.stop().unwrap();
 }
