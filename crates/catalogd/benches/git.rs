@@ -52,7 +52,10 @@ async fn run() -> Result<(), Box<dyn Error>> {
     repo.commit("main", &[("README.md", "# catalogs\n")], "one")?;
     repo.commit(
         "main",
-        &[("tools/opm", blob.as_str()), ("catalog/catalog.json", fbc.as_str())],
+        &[
+            ("tools/opm", blob.as_str()),
+            ("catalog/catalog.json", fbc.as_str()),
+        ],
         "two",
     )?;
     println!(
@@ -70,7 +73,11 @@ async fn run() -> Result<(), Box<dyn Error>> {
         if name == "changed" {
             let mut changed = fbc.clone();
             changed.push_str("{\"schema\":\"olm.package\",\"name\":\"bench-extra\"}\n");
-            repo.commit("main", &[("catalog/catalog.json", changed.as_str())], "three")?;
+            repo.commit(
+                "main",
+                &[("catalog/catalog.json", changed.as_str())],
+                "three",
+            )?;
         }
         let before = server.requests().len();
         let out = tokio::process::Command::new(&exe)
@@ -81,7 +88,10 @@ async fn run() -> Result<(), Box<dyn Error>> {
             return Err(format!("case {name}: {}", String::from_utf8_lossy(&out.stderr)).into());
         }
         let requests = server.requests().len() - before;
-        print!("{name:<8} {}", String::from_utf8_lossy(&out.stdout).trim_end());
+        print!(
+            "{name:<8} {}",
+            String::from_utf8_lossy(&out.stdout).trim_end()
+        );
         println!("  {requests}");
     }
     Ok(())
@@ -101,8 +111,9 @@ async fn case(name: &str, url: &str, scratch: &str) -> Result<(), Box<dyn Error>
     common::reset_peak();
     let started = Instant::now();
     let want = Want::Branch("main".into());
+    let poll = name == "poll";
     let (pack, files) = tokio::task::spawn_blocking(move || -> Result<(u64, usize), String> {
-        if name == "poll" {
+        if poll {
             remote::ls_ref(&remote, &want, &scratch).map_err(|e| e.to_string())?;
             return Ok((0, 0));
         }

@@ -11,7 +11,7 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::{Resource, ResourceExt};
-use olm_api::catalog::{Catalog, CatalogStatus};
+use olm_api::catalog::{Catalog, CatalogStatus, SourceType};
 
 use crate::context::Context;
 use crate::plan::{Clock, Fetch, Mode, Plan, plan};
@@ -98,6 +98,10 @@ async fn served(ctx: &Context, name: &str, uid: &str) -> Result<Option<Stored>, 
 pub async fn apply(catalog: Arc<Catalog>, ctx: &Context) -> Result<Action, Error> {
     let name = catalog.name_any();
     let uid = catalog.uid().unwrap_or_default();
+    if catalog.spec.source.type_ != SourceType::Custom {
+        // A Catalog that stopped being custom leaves no generator running.
+        ctx.parts.sources.custom.forget(&uid).await;
+    }
     let content_url = ctx.content_url(&name);
     let served_before = served(ctx, &name, &uid).await?;
     let memory = ctx.memory.get(&name, &uid);
@@ -120,7 +124,10 @@ pub async fn apply(catalog: Arc<Catalog>, ctx: &Context) -> Result<Action, Error
     let old_status = catalog.status.clone();
     // What the API server holds, as far as this reconcile knows.
     let mut known = old_status.clone();
-    if fetch.announce {
+    // A generator reports its own progress (Fetched::Running); "fetching" before each look
+    // at it would make every reconcile write twice, and each write is the next reconcile.
+    let generator = catalog.spec.source.type_ == SourceType::Custom;
+    if fetch.announce && !generator {
         let status = next_status(
             &catalog,
             &Outcome::Unpacking,

@@ -255,15 +255,6 @@ impl CustomSource {
         }
 
         // A new run, when a slot is free.
-        if self.runs.len() >= self.options.max_concurrent.max(1) {
-            return Ok(Fetched::Running {
-                message: format!(
-                    "waiting for a free generator slot: {} generators run at once (--max-concurrent-generators)",
-                    self.options.max_concurrent.max(1)
-                ),
-                recheck: Duration::from_secs(5),
-            });
-        }
         let token = runs::new_token().map_err(|e| {
             SourceError::new(
                 reasons::UNPACK_FAILED,
@@ -278,9 +269,18 @@ impl CustomSource {
             .take(8)
             .collect();
         let name = pod_name(&catalog_name, &suffix);
+        // Recorded first (so that an upload can never arrive before its run exists), and under
+        // one lock with the count of runs (so that concurrent reconciles never exceed it).
+        let max = self.options.max_concurrent.max(1);
+        if !self.runs.try_start(&uid, &name, &hash, &token, max) {
+            return Ok(Fetched::Running {
+                message: format!(
+                    "waiting for a free generator slot: {max} generators run at once (--max-concurrent-generators)"
+                ),
+                recheck: Duration::from_secs(5),
+            });
+        }
         let wanted = generator_pod(catalog, &spec, &resolved, &name, &self.options.pod);
-        // Recorded first, so that an upload can never arrive before its run exists.
-        self.runs.start(&uid, &name, &hash, &token);
         let api_error = |what: &str, e: kube::Error| {
             SourceError::new(
                 reasons::UNPACK_FAILED,

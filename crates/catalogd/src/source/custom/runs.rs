@@ -90,9 +90,22 @@ impl Runs {
         self.runs.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Records a new run of `pod` for the Catalog `uid`, replacing any other.
-    pub fn start(&self, uid: &str, pod: &str, spec_hash: &str, token: &str) {
-        self.lock().insert(
+    /// Records a new run of `pod` for the Catalog `uid`, replacing any other, unless `max`
+    /// runs of other Catalogs are under way; whether it was recorded. One lock, so concurrent
+    /// reconciles never exceed `max`.
+    pub fn try_start(
+        &self,
+        uid: &str,
+        pod: &str,
+        spec_hash: &str,
+        token: &str,
+        max: usize,
+    ) -> bool {
+        let mut runs = self.lock();
+        if !runs.contains_key(uid) && runs.len() >= max {
+            return false;
+        }
+        runs.insert(
             uid.to_owned(),
             Run {
                 pod: pod.to_owned(),
@@ -104,6 +117,12 @@ impl Runs {
                 rejected: Vec::new(),
             },
         );
+        true
+    }
+
+    /// Records a new run, whatever else runs (tests).
+    pub fn start(&self, uid: &str, pod: &str, spec_hash: &str, token: &str) {
+        self.try_start(uid, pod, spec_hash, token, usize::MAX);
     }
 
     /// The run of the Catalog `uid`.
@@ -126,8 +145,15 @@ impl Runs {
         self.len() == 0
     }
 
+    /// Whether `pod` may upload with `token`, checked before its body is read (so that no one
+    /// without a token makes catalogd read a body at all).
+    pub fn admit(&self, pod: &str, token: &str) -> Result<(), Rejected> {
+        let mut runs = self.lock();
+        check(&mut runs, pod, token).map(|_| ())
+    }
+
     /// Accepts `body` as the upload of `pod`, if `token` is its unused token and `claimed` its
-    /// sha256.
+    /// sha256. Hashes before taking the lock: a large body must not hold up other runs.
     pub fn accept(
         &self,
         pod: &str,
@@ -135,29 +161,17 @@ impl Runs {
         claimed: &str,
         body: Vec<u8>,
     ) -> Result<(), Rejected> {
-        let mut runs = self.lock();
-        let Some(run) = runs.values_mut().find(|r| r.pod == pod) else {
-            return Err(Rejected::UnknownPod(pod.to_owned()));
-        };
-        let refuse = |run: &mut Run, why: Rejected| {
-            run.rejected.push(why.to_string());
-            Err(why)
-        };
-        if !same(&run.token_hash, &hash(token)) {
-            return refuse(run, Rejected::WrongToken(pod.to_owned()));
-        }
-        if run.used {
-            return refuse(run, Rejected::Replayed(pod.to_owned()));
-        }
         let actual = hex(&Sha256::digest(&body));
+        let mut runs = self.lock();
+        let run = check(&mut runs, pod, token)?;
         if !actual.eq_ignore_ascii_case(claimed.trim()) {
-            return refuse(
+            return Err(refuse(
                 run,
                 Rejected::Checksum {
-                    claimed: claimed.trim().to_owned(),
+                    claimed: claimed.trim().chars().take(64).collect(),
                     actual,
                 },
-            );
+            ));
         }
         run.used = true;
         run.upload = Some(Upload {
@@ -166,6 +180,34 @@ impl Runs {
         });
         Ok(())
     }
+}
+
+/// The most refusals a run keeps (for its condition's message); more are only counted.
+const KEPT_REFUSALS: usize = 3;
+
+fn refuse(run: &mut Run, why: Rejected) -> Rejected {
+    if run.rejected.len() < KEPT_REFUSALS {
+        run.rejected.push(why.to_string());
+    }
+    why
+}
+
+/// The run of `pod`, if `token` is its unused token.
+fn check<'a>(
+    runs: &'a mut HashMap<String, Run>,
+    pod: &str,
+    token: &str,
+) -> Result<&'a mut Run, Rejected> {
+    let Some(run) = runs.values_mut().find(|r| r.pod == pod) else {
+        return Err(Rejected::UnknownPod(pod.chars().take(253).collect()));
+    };
+    if !same(&run.token_hash, &hash(token)) {
+        return Err(refuse(run, Rejected::WrongToken(pod.to_owned())));
+    }
+    if run.used {
+        return Err(refuse(run, Rejected::Replayed(pod.to_owned())));
+    }
+    Ok(run)
 }
 
 #[cfg(test)]
@@ -205,12 +247,31 @@ mod tests {
         let run = runs.finish("uid").unwrap();
         assert_eq!(run.upload.unwrap().bytes, body);
         assert_eq!(run.rejected.len(), 3);
+        // Refusals kept for the message are bounded however many arrive.
+        runs.start("uid", "pod-c", "h", &token);
+        for _ in 0..100 {
+            assert!(runs.admit("pod-c", "forged").is_err());
+        }
+        assert_eq!(runs.get("uid").unwrap().rejected.len(), KEPT_REFUSALS);
+        assert_eq!(runs.admit("pod-c", &token), Ok(()));
+        runs.finish("uid");
         assert!(runs.is_empty());
         // A finished run takes no more uploads.
         assert!(matches!(
             runs.accept("pod-a", &token, &sha(&body), body),
             Err(Rejected::UnknownPod(_))
         ));
+    }
+
+    #[test]
+    fn slots_are_taken_under_one_lock() {
+        let runs = Runs::default();
+        assert!(runs.try_start("a", "pa", "h", "t", 1));
+        assert!(!runs.try_start("b", "pb", "h", "t", 1));
+        // The same Catalog replaces its own run.
+        assert!(runs.try_start("a", "pa2", "h", "t", 1));
+        runs.finish("a");
+        assert!(runs.try_start("b", "pb", "h", "t", 1));
     }
 
     #[test]

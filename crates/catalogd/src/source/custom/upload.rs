@@ -3,12 +3,14 @@
 //! server (`--upload-address`), so that a NetworkPolicy can open it to generator Pods only.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::put;
+use tokio::sync::Semaphore;
 
 use super::CustomMetrics;
 use super::runs::{Rejected, Runs};
@@ -16,11 +18,18 @@ use super::runs::{Rejected, Runs};
 /// The header carrying the sha256 (hex) the collector computed.
 pub const SHA256_HEADER: &str = "x-content-sha256";
 
+/// Uploads read at once; more wait their turn (a collector retries nothing, but generators
+/// run few at a time, so only a flood from elsewhere ever waits).
+const CONCURRENT_UPLOADS: usize = 4;
+/// The longest an upload's body may take to arrive.
+const BODY_TIMEOUT: Duration = Duration::from_secs(120);
+
 #[derive(Clone)]
 struct Uploads {
     runs: Arc<Runs>,
     max_bytes: u64,
     metrics: Option<CustomMetrics>,
+    reading: Arc<Semaphore>,
 }
 
 /// The upload router, accepting bodies up to `max_bytes`.
@@ -31,6 +40,7 @@ pub fn router(runs: Arc<Runs>, max_bytes: u64, metrics: Option<CustomMetrics>) -
             runs,
             max_bytes,
             metrics,
+            reading: Arc::new(Semaphore::new(CONCURRENT_UPLOADS)),
         })
 }
 
@@ -76,10 +86,20 @@ async fn accept(
             format!("an upload needs its sha256 in {SHA256_HEADER}"),
         );
     };
+    // The token first: without one, not a byte of the body is read.
+    if let Err(e) = uploads.runs.admit(pod, token) {
+        return (StatusCode::FORBIDDEN, e.to_string());
+    }
+    let Ok(_reading) = uploads.reading.clone().acquire_owned().await else {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "catalogd is shutting down".into(),
+        );
+    };
     let limit = usize::try_from(uploads.max_bytes).unwrap_or(usize::MAX);
-    let bytes = match axum::body::to_bytes(body, limit).await {
-        Ok(b) => b,
-        Err(_) => {
+    let bytes = match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, limit)).await {
+        Ok(Ok(b)) => b,
+        Ok(Err(_)) => {
             return (
                 StatusCode::PAYLOAD_TOO_LARGE,
                 format!(
@@ -88,10 +108,30 @@ async fn accept(
                 ),
             );
         }
+        Err(_) => {
+            return (
+                StatusCode::REQUEST_TIMEOUT,
+                format!("the upload took longer than {}s", BODY_TIMEOUT.as_secs()),
+            );
+        }
     };
-    match uploads.runs.accept(pod, token, claimed, bytes.to_vec()) {
-        Ok(()) => (StatusCode::NO_CONTENT, String::new()),
-        Err(e @ Rejected::Checksum { .. }) => (StatusCode::BAD_REQUEST, e.to_string()),
-        Err(e) => (StatusCode::FORBIDDEN, e.to_string()),
+    // Hashing a large body is CPU work: off the async threads.
+    let (runs, pod, token, claimed) = (
+        uploads.runs.clone(),
+        pod.to_owned(),
+        token.to_owned(),
+        claimed.to_owned(),
+    );
+    let accepted =
+        tokio::task::spawn_blocking(move || runs.accept(&pod, &token, &claimed, bytes.to_vec()))
+            .await;
+    match accepted {
+        Ok(Ok(())) => (StatusCode::NO_CONTENT, String::new()),
+        Ok(Err(e @ Rejected::Checksum { .. })) => (StatusCode::BAD_REQUEST, e.to_string()),
+        Ok(Err(e)) => (StatusCode::FORBIDDEN, e.to_string()),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("checking the upload: {e}"),
+        ),
     }
 }

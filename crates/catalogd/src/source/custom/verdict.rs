@@ -127,15 +127,47 @@ pub fn verdict(pod: &Pod, age: Duration, timeout: Duration) -> Verdict {
         .as_ref()
         .and_then(|g| g.state.as_ref())
         .is_some_and(|s| s.terminated.is_some());
-    // The deadline is catalogd's to keep (the Pod's own comes later, as a backstop), and the
-    // kubelet's verdict says the same.
-    if (!generator_done && age > timeout) || status.reason.as_deref() == Some("DeadlineExceeded") {
+    if let Some(c) = &collector
+        && let Some(waiting) = c.state.as_ref().and_then(|s| s.waiting.as_ref())
+    {
+        let why = waiting.reason.as_deref().unwrap_or_default();
+        let detail = waiting.message.as_deref().unwrap_or_default();
+        if PULL_FAILURES.contains(&why) {
+            return failed(
+                reasons::COLLECT_FAILED,
+                format!(
+                    "the collector image {} cannot be pulled ({why}): {}; check catalogd's --collector-image",
+                    c.image,
+                    clip(detail)
+                ),
+            );
+        }
+        if why == "CreateContainerConfigError" || why == "CreateContainerError" {
+            return failed(
+                reasons::COLLECT_FAILED,
+                format!(
+                    "the collector container cannot start ({why}): {}",
+                    clip(detail)
+                ),
+            );
+        }
+    }
+    // The generator's deadline is catalogd's to keep; the Pod's own (later, a backstop when
+    // catalogd is away) ends a stuck collector too, and the message says which step it was.
+    let killed = status.reason.as_deref() == Some("DeadlineExceeded");
+    if !generator_done && (age > timeout || killed) {
         return failed(
             reasons::GENERATOR_TIMED_OUT,
             format!(
                 "the generator did not finish within {}s (custom.timeout); pod {name} was stopped",
                 timeout.as_secs()
             ),
+        );
+    }
+    if killed {
+        return failed(
+            reasons::COLLECT_FAILED,
+            format!("the collector of pod {name} did not finish before the pod's deadline"),
         );
     }
     if let Some(done) = collector
@@ -201,10 +233,10 @@ pub fn verdict(pod: &Pod, age: Duration, timeout: Duration) -> Verdict {
             };
             Verdict::Running(match unscheduled {
                 Some(why) => format!("pod {name} waits to be scheduled: {}", clip(&why)),
+                // No clock in the message: it is written only when it changes.
                 None => format!(
-                    "pod {name} is {} ({step}, {}s of {}s)",
+                    "pod {name} is {} ({step}; the generator may run {}s)",
                     phase.unwrap_or("Pending"),
-                    age.as_secs(),
                     timeout.as_secs()
                 ),
             })
@@ -259,7 +291,16 @@ mod tests {
             json!({"phase": "Pending", "initContainerStatuses": generator(json!({"running": {}}))}),
         );
         match verdict(&p, Duration::from_secs(5), MIN) {
-            Verdict::Running(m) => assert!(m.contains("running the generator, 5s of 60s"), "{m}"),
+            Verdict::Running(m) => {
+                assert!(
+                    m.contains("running the generator; the generator may run 60s"),
+                    "{m}"
+                );
+                assert_eq!(
+                    Verdict::Running(m),
+                    verdict(&p, Duration::from_secs(9), MIN)
+                );
+            }
             other => panic!("{other:?}"),
         }
         let p = pod(
@@ -331,6 +372,25 @@ mod tests {
                 ..
             }
         ));
+        let stuck = pod(json!({"phase": "Failed", "reason": "DeadlineExceeded",
+            "initContainerStatuses": generator(json!({"terminated": {"exitCode": 0}})),
+            "containerStatuses": collector(json!({"running": {}}))}));
+        assert!(matches!(
+            verdict(&stuck, Duration::from_secs(1), MIN),
+            Verdict::Failed {
+                reason: reasons::COLLECT_FAILED,
+                ..
+            }
+        ));
+        let unpulled = pod(json!({"phase": "Pending",
+            "initContainerStatuses": generator(json!({"terminated": {"exitCode": 0}})),
+            "containerStatuses": collector(json!({"waiting": {"reason": "ErrImagePull", "message": "not found"}}))}));
+        let Verdict::Failed { reason, message } = verdict(&unpulled, Duration::from_secs(1), MIN)
+        else {
+            panic!()
+        };
+        assert_eq!(reason, reasons::COLLECT_FAILED);
+        assert!(message.contains("--collector-image"), "{message}");
     }
 
     #[test]
