@@ -118,7 +118,7 @@ async fn case(name: &str, url: &str, scratch: &str) -> Result<(), Box<dyn Error>
             return Ok((0, 0));
         }
         let fetched = remote::fetch(&remote, &want, &scratch, MAX).map_err(|e| e.to_string())?;
-        let files = tree::files(&fetched.objects(), fetched.tree, "catalog", MAX, "bench")
+        let files = tree::files(&fetched.objects(MAX), fetched.tree, "catalog", MAX, "bench")
             .map_err(|e| e.to_string())?;
         Ok((fetched.bytes, files.len()))
     })

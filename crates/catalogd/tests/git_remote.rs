@@ -52,7 +52,7 @@ async fn fetch_files(
     let directory = directory.to_owned();
     blocking(move || {
         let fetched = remote::fetch(&r, &want, &scratch, max)?;
-        let files = tree::files(&fetched.objects(), fetched.tree, &directory, max, "test")?;
+        let files = tree::files(&fetched.objects(max), fetched.tree, &directory, max, "test")?;
         Ok((fetched.commit, files))
     })
     .await
@@ -307,6 +307,15 @@ async fn ssh_repositories_need_a_known_host_and_an_accepted_key() {
         .unwrap();
     assert_eq!(commit.to_string(), head);
     assert_eq!(files.len(), 1);
+
+    // A repository the server does not have: its own words, and the reason they give.
+    let missing = Remote {
+        url: sshd.url(&server.root.join("missing.git")),
+        ..good.clone()
+    };
+    let err = ls(&missing, branch("main"), scratch.clone()).await.unwrap_err();
+    assert_eq!(err.reason, "SourceNotFound", "{err}");
+    assert!(err.message.contains("the server said:"), "{err}");
 
     // A host key that is not the known one: refused before any credential is offered.
     let err = ls(

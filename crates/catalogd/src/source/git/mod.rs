@@ -313,7 +313,7 @@ impl Work<'_> {
         );
         let at = format!("{} at {}", remote.shown, fetched.commit);
         let files = tree::files(
-            &fetched.objects(),
+            &fetched.objects(self.options.max_bytes),
             fetched.tree,
             self.directory,
             self.options.max_bytes,

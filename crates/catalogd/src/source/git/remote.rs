@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use gix::ObjectId;
@@ -37,6 +37,13 @@ pub struct Remote {
     pub shown: String,
 }
 
+/// What an ssh server wrote to stderr during an operation (its reason for refusing).
+type Said = Arc<Mutex<Vec<u8>>>;
+
+/// The most a ref advertisement may be, over ssh (a server with a million refs and protocol
+/// version 0 sends them all).
+const LS_REFS_BYTES: u64 = 64 << 20;
+
 /// How a fetch went wrong, beyond what gix says: the watchdog's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stopped {
@@ -57,9 +64,13 @@ pub struct Fetched {
 }
 
 impl Fetched {
-    /// Read access to the fetched objects.
-    pub fn objects(&self) -> impl Objects + '_ {
-        Odb(&self.repo)
+    /// Read access to the fetched objects; a tree larger than `max_bytes` is refused before
+    /// it is decoded.
+    pub fn objects(&self, max_bytes: u64) -> impl Objects + '_ {
+        Odb {
+            repo: &self.repo,
+            max_bytes,
+        }
     }
 }
 
@@ -69,9 +80,11 @@ pub fn ls_ref(remote: &Remote, want: &Want, scratch: &Path) -> Result<ObjectId, 
     let dir = scratch_dir(scratch)?;
     let repo = init(dir.path())?;
     let handle = remote_for(&repo, remote, want)?;
-    let (map, _) = connect(&handle, remote, dir.path())
+    let said = Said::default();
+    // The advertisement of a server with many refs is bounded as a pack would be.
+    let (map, _) = connect(&handle, remote, dir.path(), &said, LS_REFS_BYTES)
         .and_then(|c| c.ref_map(gix::progress::Discard, ref_map_options()))
-        .map_err(|e| classify(remote, "listing refs of", &e, None))?;
+        .map_err(|e| classify(remote, "listing refs of", &e, None, &said))?;
     resolve(&map, remote, want)
 }
 
@@ -93,9 +106,18 @@ pub fn fetch(
         interrupt.clone(),
     );
     let handle = remote_for(&repo, remote, want)?;
-    let result = receive(&handle, remote, want, &interrupt, dir.path());
+    let said = Said::default();
+    let result = receive(
+        &handle,
+        remote,
+        want,
+        &interrupt,
+        dir.path(),
+        &said,
+        max_bytes,
+    );
     let stopped = watchdog.stop();
-    let commit = result.map_err(|e| classify(remote, "fetching from", &e, stopped))?;
+    let commit = result.map_err(|e| classify(remote, "fetching from", &e, stopped, &said))?;
     let commit = peel_to_commit(&repo, commit).map_err(|message| {
         SourceError::new(
             reasons::UNPACK_FAILED,
@@ -123,8 +145,10 @@ fn receive(
     want: &Want,
     interrupt: &AtomicBool,
     scratch: &Path,
+    said: &Said,
+    max_bytes: u64,
 ) -> Result<ObjectId, gix::Error> {
-    let prepare = connect(handle, remote, scratch)?
+    let prepare = connect(handle, remote, scratch, said, max_bytes)?
         .prepare_fetch(gix::progress::Discard, ref_map_options())?;
     let target = match want {
         Want::Commit(id) => *id,
@@ -142,15 +166,37 @@ fn receive(
     Ok(target)
 }
 
-/// The commit a tag object (or a chain of them) points at.
+/// The largest commit or tag object read (a server could send a huge one to exhaust memory).
+const MAX_OBJECT_BYTES: u64 = 1 << 20;
+
+/// The commit a tag object (or a short chain of them) points at; each object's size is checked
+/// from its header before it is read.
 fn peel_to_commit(repo: &gix::Repository, id: ObjectId) -> Result<ObjectId, String> {
-    let object = repo
-        .find_object(id)
-        .map_err(|e| format!("the fetched object {id} is missing: {e}"))?;
-    let commit = object
-        .peel_to_commit()
-        .map_err(|e| format!("{id} does not lead to a commit: {e}"))?;
-    Ok(commit.id)
+    let mut current = id;
+    for _ in 0..8 {
+        let header = repo
+            .find_header(current)
+            .map_err(|e| format!("the fetched object {current} is missing: {e}"))?;
+        if header.size() > MAX_OBJECT_BYTES {
+            return Err(format!(
+                "object {current} is {} bytes, more than a commit or tag may be ({MAX_OBJECT_BYTES})",
+                header.size()
+            ));
+        }
+        match header.kind() {
+            gix::objs::Kind::Commit => return Ok(current),
+            gix::objs::Kind::Tag => {
+                current = repo
+                    .find_tag(current)
+                    .map_err(|e| format!("reading tag {current}: {e}"))?
+                    .target_id()
+                    .map_err(|e| format!("reading tag {current}: {e}"))?
+                    .detach();
+            }
+            other => return Err(format!("{id} leads to a {other}, not a commit")),
+        }
+    }
+    Err(format!("{id} is a chain of more than 8 tags"))
 }
 
 fn ref_map_options() -> gix::remote::ref_map::Options {
@@ -183,13 +229,20 @@ fn connect<'a, 'repo>(
     handle: &'a gix::Remote<'repo>,
     remote: &Remote,
     scratch: &Path,
+    said: &Said,
+    max_bytes: u64,
 ) -> Result<
     gix::remote::Connection<'a, 'static, 'repo, Box<dyn http_transport::Transport + Send>>,
     gix::Error,
 > {
     if let Some(auth) = &remote.ssh {
         let target = super::ssh::target(&remote.url).map_err(gix::Error::from_error)?;
-        let transport = super::ssh::connect(&target, auth, remote.timeout, scratch, &remote.shown)
+        let bounds = super::ssh::Bounds {
+            timeout: remote.timeout,
+            max_bytes,
+            stderr: said.clone(),
+        };
+        let transport = super::ssh::connect(&target, auth, &bounds, scratch, &remote.shown)
             .map_err(gix::Error::from_error)?;
         let boxed: Box<dyn http_transport::Transport + Send> = Box::new(transport);
         return Ok(handle.to_connection_with_transport(boxed));
@@ -311,7 +364,16 @@ fn read_failed(remote: &Remote, e: &dyn std::fmt::Display) -> SourceError {
 
 /// A gix error as a condition: missing repositories and refused credentials get their own
 /// reasons; `stopped` is the watchdog's verdict when it interrupted the fetch.
-fn classify(remote: &Remote, doing: &str, e: &gix::Error, stopped: Option<Stopped>) -> SourceError {
+fn classify(
+    remote: &Remote,
+    doing: &str,
+    e: &gix::Error,
+    stopped: Option<Stopped>,
+    said: &Said,
+) -> SourceError {
+    let said = String::from_utf8_lossy(&said.lock().unwrap_or_else(PoisonError::into_inner))
+        .trim()
+        .to_owned();
     match stopped {
         Some(Stopped::Deadline) => {
             return SourceError::new(
@@ -358,13 +420,43 @@ fn classify(remote: &Remote, doing: &str, e: &gix::Error, stopped: Option<Stoppe
         e.downcast_ref::<reqwest::Error>()
             .and_then(reqwest::Error::status)
     });
-    let text = chain(e);
+    let mut text = chain(e);
+    if !said.is_empty() {
+        // An ssh server says why in its own words; they decide the reason.
+        let lower = said.to_ascii_lowercase();
+        let reason = if [
+            "does not appear to be a git repository",
+            "not found",
+            "no such",
+        ]
+        .iter()
+        .any(|w| lower.contains(w))
+        {
+            reasons::SOURCE_NOT_FOUND
+        } else if ["denied", "not authorized", "unauthorized", "forbidden"]
+            .iter()
+            .any(|w| lower.contains(w))
+        {
+            reasons::UNAUTHORIZED
+        } else {
+            reasons::UNPACK_FAILED
+        };
+        text = format!("the server said: {said}");
+        if reason != reasons::UNPACK_FAILED {
+            return SourceError::new(reason, format!("{doing} {}: {text}", remote.shown));
+        }
+    }
     let unauthorized = status.is_some_and(|s| s.as_u16() == 401 || s.as_u16() == 403)
         || e.classify().is_unauthenticated()
         || e.classify().is_permission_denied();
     if unauthorized {
         // Without credentials, gix's own words are about its (absent) credential helper.
-        let message = if remote.account.is_some() {
+        let message = if remote.ssh.is_some() {
+            format!(
+                "{doing} {}: the server refused access with the key in git.authSecret ({text})",
+                remote.shown
+            )
+        } else if remote.account.is_some() {
             format!(
                 "{doing} {}: the credentials in git.authSecret were refused ({text})",
                 remote.shown
@@ -481,11 +573,20 @@ fn size_of(dir: &Path) -> u64 {
 }
 
 /// The fetched objects, read through gix.
-struct Odb<'a>(&'a gix::Repository);
+struct Odb<'a> {
+    repo: &'a gix::Repository,
+    max_bytes: u64,
+}
 
 impl Objects for Odb<'_> {
     fn tree(&self, id: &ObjectId) -> Result<Vec<Item>, String> {
-        let tree = self.0.find_tree(*id).map_err(|e| e.to_string())?;
+        let size = self.size(id)?;
+        if size > self.max_bytes {
+            return Err(format!(
+                "tree {id} is {size} bytes, more than catalogd accepts (--max-content-bytes)"
+            ));
+        }
+        let tree = self.repo.find_tree(*id).map_err(|e| e.to_string())?;
         let decoded = tree.decode().map_err(|e| e.to_string())?;
         Ok(decoded
             .entries
@@ -504,14 +605,14 @@ impl Objects for Odb<'_> {
     }
 
     fn size(&self, id: &ObjectId) -> Result<u64, String> {
-        self.0
+        self.repo
             .find_header(*id)
             .map(|h| h.size())
             .map_err(|e| e.to_string())
     }
 
     fn blob(&self, id: &ObjectId) -> Result<Vec<u8>, String> {
-        self.0
+        self.repo
             .find_blob(*id)
             .map(|b| b.detach().data)
             .map_err(|e| e.to_string())

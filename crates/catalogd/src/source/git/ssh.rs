@@ -12,7 +12,7 @@ use gix::protocol::transport::Protocol;
 use gix::protocol::transport::client::git::{ConnectMode, blocking_io::Connection};
 use russh::client;
 use russh::keys::{PrivateKeyWithHashAlg, PublicKeyOrCertificate, decode_secret_key};
-use tokio::io::{ReadHalf, WriteHalf};
+use russh::{ChannelMsg, ChannelReadHalf};
 use tokio_util::io::SyncIoBridge;
 
 use crate::source::{SourceError, reasons};
@@ -83,18 +83,69 @@ pub fn quote(text: &str) -> String {
 }
 
 /// The git transport over an SSH channel running `git-upload-pack`.
-pub type SshConnection =
-    Connection<SessionReader, SyncIoBridge<WriteHalf<russh::ChannelStream<client::Msg>>>>;
+pub type SshConnection = Connection<SessionReader, SyncIoBridge<ChannelWriter>>;
 
-/// The channel's reading half, which keeps the session alive as long as gix reads.
+type ChannelWriter = std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>;
+
+/// What the server wrote to stderr (its explanation when it refuses), at most this much.
+const MAX_STDERR: usize = 4096;
+
+/// The channel's reading half: the data stream for gix, the server's stderr kept aside for
+/// messages, every read bounded by the operation's deadline and all of them by a byte limit.
+/// It keeps the session alive as long as gix reads.
 pub struct SessionReader {
-    inner: SyncIoBridge<ReadHalf<russh::ChannelStream<client::Msg>>>,
+    read: ChannelReadHalf,
+    runtime: tokio::runtime::Handle,
+    buffer: Vec<u8>,
+    position: usize,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    received: u64,
+    limit: u64,
+    deadline: tokio::time::Instant,
+    timeout: Duration,
     _session: Arc<client::Handle<HostCheck>>,
 }
 
 impl Read for SessionReader {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        self.inner.read(buf)
+        while self.position >= self.buffer.len() {
+            let next = self
+                .runtime
+                .block_on(tokio::time::timeout_at(self.deadline, self.read.wait()));
+            match next {
+                Err(_) => {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        format!(
+                            "took longer than {}s (--git-timeout-seconds)",
+                            self.timeout.as_secs()
+                        ),
+                    ));
+                }
+                Ok(None | Some(ChannelMsg::Eof | ChannelMsg::Close)) => return Ok(0),
+                Ok(Some(ChannelMsg::Data { data })) => {
+                    self.received += data.len() as u64;
+                    if self.received > self.limit {
+                        return Err(std::io::Error::other(format!(
+                            "the server sent more than {} bytes (--max-content-bytes)",
+                            self.limit
+                        )));
+                    }
+                    self.buffer = data.to_vec();
+                    self.position = 0;
+                }
+                Ok(Some(ChannelMsg::ExtendedData { data, .. })) => {
+                    let mut stderr = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
+                    let room = MAX_STDERR.saturating_sub(stderr.len());
+                    stderr.extend_from_slice(&data[..data.len().min(room)]);
+                }
+                Ok(Some(_)) => {}
+            }
+        }
+        let n = buf.len().min(self.buffer.len() - self.position);
+        buf[..n].copy_from_slice(&self.buffer[self.position..self.position + n]);
+        self.position += n;
+        Ok(n)
     }
 }
 
@@ -142,15 +193,27 @@ impl client::Handler for HostCheck {
     }
 }
 
+/// How one SSH operation is bounded, and where the server's stderr goes.
+pub struct Bounds {
+    /// The whole operation's time.
+    pub timeout: Duration,
+    /// The bytes the server may send.
+    pub max_bytes: u64,
+    /// Receives what the server writes to stderr.
+    pub stderr: Arc<Mutex<Vec<u8>>>,
+}
+
 /// Connects to `target` as `auth` says and starts `git-upload-pack`; `scratch` is a folder
 /// for the known hosts file. Blocking: call it on a blocking thread of a tokio runtime.
 pub fn connect(
     target: &Target,
     auth: &SshAuth,
-    timeout: Duration,
+    bounds: &Bounds,
     scratch: &Path,
     shown: &str,
 ) -> Result<SshConnection, SourceError> {
+    let timeout = bounds.timeout;
+    let deadline = tokio::time::Instant::now() + timeout;
     let failed = |why: String| {
         SourceError::new(
             reasons::UNPACK_FAILED,
@@ -237,15 +300,23 @@ pub fn connect(
             .exec(true, command.as_bytes())
             .await
             .map_err(|e| failed(e.to_string()))?;
-        Ok((session, channel.into_stream()))
+        Ok((session, channel.split()))
     })?;
-    let (session, stream) = session;
-    let (read, write) = tokio::io::split(stream);
+    let (session, (read, write)) = session;
+    let writer: ChannelWriter = Box::pin(write.make_writer());
     let reader = SessionReader {
-        inner: SyncIoBridge::new_with_handle(read, runtime.clone()),
+        read,
+        runtime: runtime.clone(),
+        buffer: Vec::new(),
+        position: 0,
+        stderr: bounds.stderr.clone(),
+        received: 0,
+        limit: bounds.max_bytes,
+        deadline,
+        timeout,
         _session: Arc::new(session),
     };
-    let writer = SyncIoBridge::new_with_handle(write, runtime);
+    let writer = SyncIoBridge::new_with_handle(writer, runtime);
     Ok(Connection::new(
         reader,
         writer,

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 pub use gix::ObjectId;
 
-use crate::source::archive::{normalize, parent};
+use crate::source::archive::{normalize, parent, resolve_links};
 use crate::source::{SourceError, reasons, too_large};
 
 /// What a tree entry is.
@@ -52,8 +52,6 @@ pub const ENTRY_COST: u64 = 64;
 pub const MAX_DEPTH: usize = 64;
 /// A symlink's target longer than this is refused (git's own limit is the path maximum).
 pub const MAX_LINK_TARGET: u64 = 4096;
-/// Links followed one after the other before giving up (a loop, or an absurd chain).
-const MAX_LINK_HOPS: usize = 8;
 
 /// The files under `directory` ("" for the root) of the tree `root`, as `(path relative to
 /// the directory, content)` in path order. `at` names the commit in messages.
@@ -171,19 +169,7 @@ pub fn files(
     }
     // Links inside the directory stand for their target's content (a link to a directory, or
     // to nothing, adds nothing); they count towards the limit like any file.
-    for (path, target) in &links {
-        let mut target = target.clone();
-        for _ in 0..MAX_LINK_HOPS {
-            match links.iter().find(|(p, _)| *p == target) {
-                Some((_, next)) => target = next.clone(),
-                None => break,
-            }
-        }
-        if let Some(content) = files.get(&target).cloned() {
-            charge(content.len() as u64)?;
-            files.insert(path.clone(), content);
-        }
-    }
+    resolve_links(&mut files, &links, &mut charge)?;
     Ok(files.into_iter().collect())
 }
 
