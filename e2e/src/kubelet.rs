@@ -193,15 +193,21 @@ impl Node {
         };
         let mut stdout = child.stdout.take();
         let mut stderr = child.stderr.take();
+        // Both pipes at once: a generator that fills stderr must not block on it.
         let output = async {
             let mut out = Vec::new();
             let mut err = Vec::new();
-            if let Some(s) = stdout.as_mut() {
-                let _ = s.read_to_end(&mut out).await;
-            }
-            if let Some(s) = stderr.as_mut() {
-                let _ = s.read_to_end(&mut err).await;
-            }
+            let read_out = async {
+                if let Some(s) = stdout.as_mut() {
+                    let _ = s.read_to_end(&mut out).await;
+                }
+            };
+            let read_err = async {
+                if let Some(s) = stderr.as_mut() {
+                    let _ = s.read_to_end(&mut err).await;
+                }
+            };
+            tokio::join!(read_out, read_err);
             out.extend(err);
             out
         };

@@ -5,8 +5,8 @@
 //! Catalog's condition.
 
 use std::fs::File;
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -79,7 +79,19 @@ pub fn collect(args: &CollectArgs, token: &str) -> Result<u64, Failure> {
         code,
     };
     let shown = args.file.display();
-    // A link could point anywhere in the collector's own filesystem: only a regular file.
+    // A link could point anywhere in the collector's own filesystem: only a regular file, on a
+    // path without links (the generator has exited, so nothing changes the volume now).
+    let linked_parent = args
+        .file
+        .parent()
+        .is_some_and(|p| std::fs::canonicalize(p).is_ok_and(|c| c != p));
+    if linked_parent {
+        return Err(fail(
+            reasons::OUTPUT_MISSING,
+            2,
+            format!("a directory on the way to {shown} is a link; write the catalog itself there"),
+        ));
+    }
     let meta = match std::fs::symlink_metadata(&args.file) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -118,10 +130,12 @@ pub fn collect(args: &CollectArgs, token: &str) -> Result<u64, Failure> {
             format!("{TOKEN_ENV} is not set"),
         ));
     }
-    let sha256 = digest(&args.file)
-        .map_err(|e| fail(reasons::COLLECT_FAILED, 5, format!("reading {shown}: {e}")))?;
-    let file = File::open(&args.file)
+    // One open file for the hash and the upload: what is hashed is what is sent.
+    let mut file = File::open(&args.file)
         .map_err(|e| fail(reasons::COLLECT_FAILED, 5, format!("opening {shown}: {e}")))?;
+    let sha256 = digest(&mut file)
+        .and_then(|d| file.seek(SeekFrom::Start(0)).map(|_| d))
+        .map_err(|e| fail(reasons::COLLECT_FAILED, 5, format!("reading {shown}: {e}")))?;
     let client = reqwest::blocking::Client::builder()
         .timeout(Duration::from_secs(args.timeout_seconds))
         .build()
@@ -166,8 +180,7 @@ pub fn collect(args: &CollectArgs, token: &str) -> Result<u64, Failure> {
     ))
 }
 
-fn digest(path: &Path) -> std::io::Result<String> {
-    let mut file = File::open(path)?;
+fn digest(file: &mut File) -> std::io::Result<String> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 64 * 1024];
     loop {
@@ -188,7 +201,7 @@ fn digest(path: &Path) -> std::io::Result<String> {
 mod tests {
     use super::*;
 
-    fn args(dir: &Path, file: &str, max: u64) -> CollectArgs {
+    fn args(dir: &std::path::Path, file: &str, max: u64) -> CollectArgs {
         CollectArgs {
             file: dir.join(file),
             url: "http://127.0.0.1:9/uploads/p".into(),
@@ -206,6 +219,9 @@ mod tests {
         std::os::unix::fs::symlink("/etc/hostname", dir.path().join("link.json")).unwrap();
         let err = collect(&args(dir.path(), "link.json", 10), "t").unwrap_err();
         assert!(err.message.contains("not a regular file"), "{err:?}");
+        std::os::unix::fs::symlink("/etc", dir.path().join("etc")).unwrap();
+        let err = collect(&args(dir.path(), "etc/hostname", 10), "t").unwrap_err();
+        assert!(err.message.contains("is a link"), "{err:?}");
         std::fs::write(dir.path().join("big.json"), [b' '; 11]).unwrap();
         let err = collect(&args(dir.path(), "big.json", 10), "t").unwrap_err();
         assert_eq!(err.reason, crate::source::reasons::CONTENT_TOO_LARGE);

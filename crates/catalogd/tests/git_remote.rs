@@ -313,7 +313,9 @@ async fn ssh_repositories_need_a_known_host_and_an_accepted_key() {
         url: sshd.url(&server.root.join("missing.git")),
         ..good.clone()
     };
-    let err = ls(&missing, branch("main"), scratch.clone()).await.unwrap_err();
+    let err = ls(&missing, branch("main"), scratch.clone())
+        .await
+        .unwrap_err();
     assert_eq!(err.reason, "SourceNotFound", "{err}");
     assert!(err.message.contains("the server said:"), "{err}");
 

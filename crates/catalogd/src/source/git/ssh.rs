@@ -52,9 +52,11 @@ pub struct Target {
 }
 
 /// The target of an `ssh://` or `user@host:path` URL.
-pub fn target(url: &str) -> Result<Target, SourceError> {
+pub fn target(raw: &str) -> Result<Target, SourceError> {
+    let url = raw;
     let invalid = |why: String| SourceError::new(super::spec::INVALID_SPEC, why);
-    let parsed = gix::url::parse(gix::bstr::BStr::new(url.as_bytes()))
+    let url = &super::spec::redact(url);
+    let parsed = gix::url::parse(gix::bstr::BStr::new(raw.as_bytes()))
         .map_err(|e| invalid(format!("git.repository {url:?} is not an ssh URL: {e}")))?;
     if parsed.scheme != gix::url::Scheme::Ssh {
         return Err(invalid(format!("git.repository {url:?} is not an ssh URL")));
