@@ -1,4 +1,4 @@
-//! The harness's CA: one per test process, made with openssl in the run's folder. Test servers
+//! The harness's CA: one per test process, made with openssl in a temporary folder. Test servers
 //! (HTTPS file servers, the secure registry) get certificates for 127.0.0.1 from it, and the
 //! harness's catalogd trusts it for registries (`--registry-ca-file`).
 
@@ -26,7 +26,7 @@ pub struct Issued {
 
 static CA: OnceLock<std::result::Result<Ca, String>> = OnceLock::new();
 
-/// The CA of this test process, made on first use (in the run's folder, removed with it).
+/// The CA of this test process, made on first use (removed when the process exits).
 pub fn ca() -> Result<&'static Ca> {
     CA.get_or_init(|| make_ca().map_err(|e| e.to_string()))
         .as_ref()
@@ -98,7 +98,9 @@ impl Ca {
 }
 
 fn make_ca() -> Result<Ca> {
-    let dir = crate::manager::run_base()?.join("ca");
+    // Not in the run's folder: that would start a control plane, and tests of a git or
+    // registry server alone need none.
+    let dir = std::env::temp_dir().join(format!("olm-e2e-ca-{}", std::process::id()));
     mkdir(&dir)?;
     crate::process::remove_on_exit(&dir)?;
     openssl(
