@@ -124,6 +124,22 @@ pub async fn wait_reason(api: &Api<Catalog>, name: &str, reason: &'static str) -
     .await
 }
 
+/// Waits for a poll recorded after `after` (by `last_poll`, which reads a source's
+/// `lastPollAttempt`); returns its time.
+pub async fn wait_poll_after(
+    api: &Api<Catalog>,
+    name: &str,
+    after: Option<String>,
+    last_poll: fn(Option<&Catalog>) -> Option<String>,
+) -> Result<Option<String>> {
+    let c = wait_for(api, name, "a new poll", DEADLINE, move |c| {
+        let polled = last_poll(c);
+        polled.is_some() && polled != after
+    })
+    .await?;
+    Ok(last_poll(Some(&c)))
+}
+
 /// The value of the metric sample `name{labels}` (labels as written in the exposition, e.g.
 /// `controller="catalog"`, in any order) on catalogd's admin server; 0 when absent.
 pub async fn metric(admin_url: &str, name: &str, labels: &[&str]) -> Result<f64> {

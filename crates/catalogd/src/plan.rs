@@ -737,7 +737,7 @@ mod tests {
             type_: SourceType::Custom,
             custom: Some(olm_api::catalog::CustomSource {
                 image: "gen:1".into(),
-                poll_interval: Some("1h".into()),
+                poll_interval: Some("10m".into()),
                 ..Default::default()
             }),
             image: None,
@@ -749,7 +749,7 @@ mod tests {
         c.status = None;
         assert_eq!(
             plan(&c, None, &Memory::default(), URL, clock(1)),
-            fetch(Mode::Full, true, Some(3600))
+            fetch(Mode::Full, true, Some(600))
         );
         let resolved = ResolvedSource {
             type_: Some(SourceType::Custom),
@@ -760,23 +760,7 @@ mod tests {
             }),
             ..Default::default()
         };
-        let c = catalog(source, 1, 1, Some(resolved.clone()));
-        assert_eq!(
-            plan(&c, Some(&served(HASH)), &Memory::default(), URL, clock(200)),
-            Plan::UpToDate {
-                requeue: Some(Duration::from_secs(3500))
-            }
-        );
-        assert_eq!(
-            plan(
-                &c,
-                Some(&served(HASH)),
-                &Memory::default(),
-                URL,
-                clock(3700)
-            ),
-            fetch(Mode::Conditional(resolved), false, Some(3600))
-        );
+        polled_every_10_minutes(source, resolved);
     }
 
     fn image_source(reference: &str, poll: Option<&str>) -> Source {
@@ -809,12 +793,13 @@ mod tests {
     #[test]
     fn a_tag_is_checked_for_a_new_digest_at_each_poll() {
         let resolved = resolved_image("r.io/index:1", "sha256:a", 100);
-        let c = catalog(
-            image_source("r.io/index:1", Some("10m")),
-            1,
-            1,
-            Some(resolved.clone()),
-        );
+        polled_every_10_minutes(image_source("r.io/index:1", Some("10m")), resolved);
+    }
+
+    /// `source` (polled every 10 minutes), served from `resolved` (polled at second 100):
+    /// nothing to do until its next poll, then asked whether anything changed.
+    fn polled_every_10_minutes(source: Source, resolved: ResolvedSource) {
+        let c = catalog(source, 1, 1, Some(resolved.clone()));
         let memory = Memory::default();
         assert_eq!(
             plan(&c, Some(&served(HASH)), &memory, URL, clock(400)),
@@ -920,24 +905,8 @@ mod tests {
 
     #[test]
     fn a_branch_is_asked_for_its_commit_at_each_poll() {
-        let resolved = resolved_git("c1", 100);
-        let c = catalog(
-            git_source(Some("main"), None, "cat", Some("10m")),
-            1,
-            1,
-            Some(resolved.clone()),
-        );
-        let memory = Memory::default();
-        assert_eq!(
-            plan(&c, Some(&served(HASH)), &memory, URL, clock(400)),
-            Plan::UpToDate {
-                requeue: Some(Duration::from_secs(300))
-            }
-        );
-        assert_eq!(
-            plan(&c, Some(&served(HASH)), &memory, URL, clock(700)),
-            fetch(Mode::Conditional(resolved), false, Some(600))
-        );
+        let source = git_source(Some("main"), None, "cat", Some("10m"));
+        polled_every_10_minutes(source, resolved_git("c1", 100));
     }
 
     #[test]

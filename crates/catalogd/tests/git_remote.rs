@@ -58,18 +58,21 @@ async fn fetch_files(
     .await
 }
 
-fn rustls() {
+/// A git server over a temporary folder (kept while the folder lives), and a folder for
+/// scratch repositories.
+async fn serve(credentials: Option<GitCredentials>) -> (tempfile::TempDir, PathBuf, GitServer) {
     let _ = rustls::crypto::ring::default_provider().install_default();
+    let dir = tempfile::tempdir().unwrap();
+    let scratch = dir.path().join("scratch");
+    let server = GitServer::start(&dir.path().join("repos"), credentials)
+        .await
+        .unwrap();
+    (dir, scratch, server)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn branches_tags_and_commits_are_listed_and_fetched_shallow() {
-    rustls();
-    let dir = tempfile::tempdir().unwrap();
-    let scratch = dir.path().join("scratch");
-    let server = GitServer::start(&dir.path().join("repos"), None)
-        .await
-        .unwrap();
+    let (_dir, scratch, server) = serve(None).await;
     let repo = server.create("catalogs").unwrap();
     let first = repo
         .commit(
@@ -140,12 +143,7 @@ async fn branches_tags_and_commits_are_listed_and_fetched_shallow() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missing_repositories_refs_and_commits_are_not_found() {
-    rustls();
-    let dir = tempfile::tempdir().unwrap();
-    let scratch = dir.path().join("scratch");
-    let server = GitServer::start(&dir.path().join("repos"), None)
-        .await
-        .unwrap();
+    let (_dir, scratch, server) = serve(None).await;
     let repo = server.create("catalogs").unwrap();
     repo.commit("main", &[("c.yaml", CATALOG)], "one").unwrap();
     let r = remote(&server.repo_url("catalogs"), None);
@@ -173,18 +171,11 @@ async fn missing_repositories_refs_and_commits_are_not_found() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn private_repositories_need_the_right_credentials_over_https() {
-    rustls();
-    let dir = tempfile::tempdir().unwrap();
-    let scratch = dir.path().join("scratch");
-    let server = GitServer::start(
-        &dir.path().join("repos"),
-        Some(GitCredentials {
-            user: "reader".into(),
-            password: "git-s3cret".into(),
-        }),
-    )
-    .await
-    .unwrap();
+    let (_dir, scratch, server) = serve(Some(GitCredentials {
+        user: "reader".into(),
+        password: "git-s3cret".into(),
+    }))
+    .await;
     let repo = server.create("private/catalogs").unwrap();
     let head = repo.commit("main", &[("c.yaml", CATALOG)], "one").unwrap();
     let url = server.https_repo_url("private/catalogs");
@@ -224,12 +215,7 @@ async fn private_repositories_need_the_right_credentials_over_https() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn huge_packs_and_silent_servers_are_given_up_on() {
-    rustls();
-    let dir = tempfile::tempdir().unwrap();
-    let scratch = dir.path().join("scratch");
-    let server = GitServer::start(&dir.path().join("repos"), None)
-        .await
-        .unwrap();
+    let (_dir, scratch, server) = serve(None).await;
     let repo = server.create("big").unwrap();
     // 4 MiB that do not compress.
     let noise: String = (0..4 * 1024 * 1024 / 64)
@@ -274,12 +260,7 @@ async fn ssh_repositories_need_a_known_host_and_an_accepted_key() {
     use catalogd::source::git::ssh::SshAuth;
     use olm_e2e::ssh::SshServer;
 
-    rustls();
-    let dir = tempfile::tempdir().unwrap();
-    let scratch = dir.path().join("scratch");
-    let server = GitServer::start(&dir.path().join("repos"), None)
-        .await
-        .unwrap();
+    let (dir, scratch, server) = serve(None).await;
     let repo = server.create("catalogs").unwrap();
     let head = repo
         .commit("main", &[("catalog/c.yaml", CATALOG)], "one")

@@ -45,13 +45,9 @@ fn last_poll(c: Option<&Catalog>) -> Option<String> {
 
 /// Waits for a poll recorded after `after`; returns its time.
 async fn wait_poll_after(api: &Api<Catalog>, name: &str, after: Option<String>) -> Option<String> {
-    let c = wait_for(api, name, "a new poll", Duration::from_secs(30), move |c| {
-        let polled = last_poll(c);
-        polled.is_some() && polled != after
-    })
-    .await
-    .unwrap();
-    last_poll(Some(&c))
+    olm_e2e::catalogs::wait_poll_after(api, name, after, last_poll)
+        .await
+        .unwrap()
 }
 
 /// Commits the example catalog at `version` under `catalog/`, beside a README that is not

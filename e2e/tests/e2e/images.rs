@@ -213,13 +213,9 @@ async fn the_content_hash_follows_the_tag_and_an_unchanged_poll_costs_one_head()
 
 /// Waits for a poll recorded after `after`; returns its time.
 async fn wait_poll_after(api: &Api<Catalog>, name: &str, after: Option<String>) -> Option<String> {
-    let c = wait_for(api, name, "a new poll", Duration::from_secs(30), move |c| {
-        let polled = last_poll(c);
-        polled.is_some() && polled != after
-    })
-    .await
-    .unwrap();
-    last_poll(Some(&c))
+    olm_e2e::catalogs::wait_poll_after(api, name, after, last_poll)
+        .await
+        .unwrap()
 }
 
 /// The origin demo "detecting catalog changes and re-reconciling Operator objects", with
