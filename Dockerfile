@@ -1,0 +1,41 @@
+# syntax=docker/dockerfile:1
+#
+# The images of olm-rs's three managers, one target each:
+#
+#   docker build --target catalogd            -t olm-rs/catalogd .
+#   docker build --target operator-controller -t olm-rs/operator-controller .
+#   docker build --target catalog-switcher    -t olm-rs/catalog-switcher .
+#
+# Each is one static binary (musl) on distroless "static" (no shell, no package manager, no
+# libc), running as the non-root user 65532. The binary is the entrypoint, so the chart passes
+# only flags; catalogd's image is also the collector of custom sources (`catalogd collect`).
+# Base images are pinned by digest (the tag beside it says what it is); e2e/tests/dockerfile.rs
+# checks that, and what each target contains.
+ARG RUST_IMAGE=docker.io/library/rust:1.95-alpine@sha256:606fd313a0f49743ee2a7bd49a0914bab7deedb12791f3a846a34a4711db7ed2
+ARG BASE_IMAGE=gcr.io/distroless/static-debian12:nonroot@sha256:d093aa3e30dbadd3efe1310db061a14da60299baff8450a17fe0ccc514a16639
+
+FROM ${RUST_IMAGE} AS build
+# musl-dev: the C runtime ring (TLS, SSH) and zstd link statically against.
+RUN apk add --no-cache musl-dev
+WORKDIR /src
+COPY . .
+RUN --mount=type=cache,target=/usr/local/cargo/registry \
+    --mount=type=cache,target=/src/target \
+    cargo build --release --locked -p catalogd -p operator-controller -p catalog-switcher \
+    && mkdir -p /out \
+    && cp target/release/catalogd target/release/operator-controller target/release/catalog-switcher /out/
+
+FROM ${BASE_IMAGE} AS catalogd
+COPY --from=build /out/catalogd /catalogd
+USER 65532:65532
+ENTRYPOINT ["/catalogd"]
+
+FROM ${BASE_IMAGE} AS operator-controller
+COPY --from=build /out/operator-controller /operator-controller
+USER 65532:65532
+ENTRYPOINT ["/operator-controller"]
+
+FROM ${BASE_IMAGE} AS catalog-switcher
+COPY --from=build /out/catalog-switcher /catalog-switcher
+USER 65532:65532
+ENTRYPOINT ["/catalog-switcher"]
