@@ -1,0 +1,241 @@
+//! The Helm chart, with the real helm binary and no cluster: `helm lint --strict` is clean; the
+//! rendered output for the default values and for a full set of values is pinned by golden
+//! files (`UPDATE_GOLDEN=1` rewrites them: review the diff); the managers' rules are exactly
+//! config/rbac/ (the chart reads its copy in files/rbac/, which must not drift); the
+//! catalog-switcher reads exactly what its allowlist names; bad values are refused with a
+//! message naming the value.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn chart() -> PathBuf {
+    root().join("charts/olm")
+}
+
+/// The helm of the test binaries (`HELM_BIN`, set by hack/prereqs.sh), else the cached one.
+fn helm() -> PathBuf {
+    if let Some(bin) = std::env::var_os("HELM_BIN") {
+        return PathBuf::from(bin);
+    }
+    let cache = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default()
+        .join(".cache/olm-rs/testbin");
+    std::fs::read_dir(&cache)
+        .unwrap_or_else(|e| {
+            panic!(
+                "no HELM_BIN and no {}: {e}; run hack/test.sh",
+                cache.display()
+            )
+        })
+        .flatten()
+        .map(|e| e.path().join("helm"))
+        .find(|p| p.exists())
+        .expect("helm: run hack/test.sh, which builds it")
+}
+
+fn run(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(helm()).args(args).output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn template(extra: &[&str]) -> String {
+    let chart = chart().display().to_string();
+    let mut args = vec![
+        "template",
+        "olm",
+        chart.as_str(),
+        "--namespace",
+        "olm-system",
+    ];
+    args.extend_from_slice(extra);
+    let (ok, out, err) = run(&args);
+    assert!(ok, "helm template {extra:?}: {err}");
+    out
+}
+
+fn docs(text: &str) -> Vec<serde_json::Value> {
+    serde_saphyr::from_multiple::<serde_json::Value>(text)
+        .unwrap()
+        .into_iter()
+        .filter(|d| !d.is_null())
+        .collect()
+}
+
+#[test]
+fn the_chart_lints_clean() {
+    let (ok, out, err) = run(&["lint", "--strict", &chart().display().to_string()]);
+    assert!(ok, "{out}{err}");
+}
+
+#[test]
+fn the_rendered_chart_is_pinned_by_golden_files() {
+    let full = chart().join("tests/full-values.yaml").display().to_string();
+    for (name, extra) in [("default", vec![]), ("full", vec!["-f", full.as_str()])] {
+        let rendered = template(&extra);
+        let golden = chart().join(format!("tests/golden/{name}.yaml"));
+        if std::env::var_os("UPDATE_GOLDEN").is_some() {
+            std::fs::create_dir_all(golden.parent().unwrap()).unwrap();
+            std::fs::write(&golden, &rendered).unwrap();
+        }
+        let pinned = std::fs::read_to_string(&golden).unwrap_or_default();
+        assert!(
+            pinned == rendered,
+            "helm template ({name} values) differs from {}: review, then UPDATE_GOLDEN=1 cargo test -p olm-e2e --test chart",
+            golden.display()
+        );
+    }
+}
+
+#[test]
+fn the_charts_rbac_is_config_rbac() {
+    let config = root().join("config/rbac");
+    let copy = chart().join("files/rbac");
+    let names = |dir: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(names(&config), names(&copy));
+    for name in names(&config) {
+        assert_eq!(
+            std::fs::read_to_string(config.join(&name)).unwrap(),
+            std::fs::read_to_string(copy.join(&name)).unwrap(),
+            "charts/olm/files/rbac/{name} drifted: cp config/rbac/*.yaml charts/olm/files/rbac/"
+        );
+    }
+    // And what is rendered grants exactly those rules, under the same names.
+    let rendered = docs(&template(&[]));
+    for name in names(&config) {
+        for doc in docs(&std::fs::read_to_string(config.join(&name)).unwrap()) {
+            let kind = doc["kind"].as_str().unwrap_or_default();
+            if kind != "ClusterRole" && kind != "Role" {
+                continue;
+            }
+            let found = rendered
+                .iter()
+                .find(|r| {
+                    r["kind"] == doc["kind"] && r["metadata"]["name"] == doc["metadata"]["name"]
+                })
+                .unwrap_or_else(|| panic!("{kind} {} is not rendered", doc["metadata"]["name"]));
+            assert_eq!(found["rules"], doc["rules"], "{name}: {kind}");
+        }
+    }
+}
+
+#[test]
+fn the_switcher_reads_exactly_what_its_allowlist_names() {
+    let rendered = docs(&template(&[
+        "--set",
+        "catalogSwitcher.allowedResources={config.openshift.io/v1/clusterversions,v1/configmaps@team-a}",
+    ]));
+    let reads: Vec<&serde_json::Value> = rendered
+        .iter()
+        .filter(|d| {
+            d["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("olm-catalog-switcher-read-"))
+                && (d["kind"] == "ClusterRole" || d["kind"] == "Role")
+        })
+        .collect();
+    assert_eq!(reads.len(), 2);
+    let cluster = reads.iter().find(|d| d["kind"] == "ClusterRole").unwrap();
+    assert_eq!(
+        cluster["rules"],
+        serde_json::json!([{"apiGroups": ["config.openshift.io"], "resources": ["clusterversions"], "verbs": ["get", "list", "watch"]}])
+    );
+    let role = reads.iter().find(|d| d["kind"] == "Role").unwrap();
+    assert_eq!(role["metadata"]["namespace"], "team-a");
+    assert_eq!(
+        role["rules"],
+        serde_json::json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}])
+    );
+    let switcher = rendered
+        .iter()
+        .find(|d| d["kind"] == "Deployment" && d["metadata"]["name"] == "catalog-switcher")
+        .unwrap();
+    let args = &switcher["spec"]["template"]["spec"]["containers"][0]["args"];
+    assert!(
+        args.as_array().unwrap().iter().any(|a| a
+            == "--allowed-resources=config.openshift.io/v1/clusterversions,v1/configmaps@team-a"),
+        "{args}"
+    );
+    // With an empty allowlist, the switcher reads nothing beyond its own objects.
+    assert!(!docs(&template(&[])).iter().any(|d| {
+        d["metadata"]["name"]
+            .as_str()
+            .is_some_and(|n| n.contains("-read-"))
+    }));
+}
+
+#[test]
+fn every_manager_runs_restricted_with_probes() {
+    for doc in docs(&template(&[])) {
+        if doc["kind"] != "Deployment" {
+            continue;
+        }
+        let name = doc["metadata"]["name"].as_str().unwrap().to_owned();
+        let pod = &doc["spec"]["template"]["spec"];
+        assert_eq!(pod["securityContext"]["runAsNonRoot"], true, "{name}");
+        assert_eq!(
+            pod["securityContext"]["seccompProfile"]["type"], "RuntimeDefault",
+            "{name}"
+        );
+        let c = &pod["containers"][0];
+        let sc = &c["securityContext"];
+        assert_eq!(sc["allowPrivilegeEscalation"], false, "{name}");
+        assert_eq!(sc["readOnlyRootFilesystem"], true, "{name}");
+        assert_eq!(
+            sc["capabilities"]["drop"],
+            serde_json::json!(["ALL"]),
+            "{name}"
+        );
+        assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz", "{name}");
+        assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz", "{name}");
+        assert!(c["resources"]["requests"].is_object(), "{name}");
+    }
+    // A PodDisruptionBudget only with more than one replica.
+    let pdbs = |extra: &[&str]| {
+        docs(&template(extra))
+            .iter()
+            .filter(|d| d["kind"] == "PodDisruptionBudget")
+            .count()
+    };
+    assert_eq!(pdbs(&[]), 0);
+    assert_eq!(pdbs(&["--set", "catalogd.replicas=2"]), 1);
+}
+
+#[test]
+fn bad_values_are_refused_with_a_message_naming_them() {
+    let chart = chart().display().to_string();
+    for (set, words) in [
+        ("catalogd.replicas=0", "/catalogd/replicas"),
+        ("catalogd.replica=2", "'replica' not allowed"),
+        ("logFormat=yaml", "/logFormat"),
+        (
+            "catalogSwitcher.allowedResources={configmaps}",
+            "/catalogSwitcher/allowedResources/0",
+        ),
+        ("ports.content=70000", "/ports/content"),
+        (
+            "operatorController.extraArgs={concurrency}",
+            "/operatorController/extraArgs/0",
+        ),
+    ] {
+        let (ok, _, err) = run(&["template", "olm", &chart, "--set", set]);
+        assert!(!ok, "{set} was accepted");
+        assert!(err.contains(words), "{set}: {err}");
+    }
+}
