@@ -218,6 +218,22 @@ fn every_manager_runs_restricted_with_probes() {
 }
 
 #[test]
+fn the_bundle_deployment_crd_is_installed_unless_rukpak_owns_it() {
+    let crd = |extra: &[&str]| {
+        docs(&template(extra)).into_iter().find(|d| {
+            d["kind"] == "CustomResourceDefinition"
+                && d["metadata"]["name"] == "bundledeployments.core.rukpak.io"
+        })
+    };
+    let installed = crd(&[]).expect("installed by default");
+    assert_eq!(
+        installed["metadata"]["annotations"]["helm.sh/resource-policy"], "keep",
+        "uninstalling the chart must not delete every BundleDeployment"
+    );
+    assert!(crd(&["--set", "bundleDeploymentCRD.install=false"]).is_none());
+}
+
+#[test]
 fn bad_values_are_refused_with_a_message_naming_them() {
     let chart = chart().display().to_string();
     for (set, words) in [

@@ -14,7 +14,21 @@ pub struct CrdFile {
     pub in_chart: bool,
     /// The rendered YAML.
     pub yaml: String,
+    /// Where in the chart it goes and what is written there, when the chart ships it.
+    pub chart: Option<ChartFile>,
 }
+
+/// A CRD as the chart holds it.
+pub struct ChartFile {
+    /// Path inside `charts/olm/`: `crds/<file>`, or `templates/crd-<file>` for a CRD the chart
+    /// installs only when a value says so (Helm never templates or skips files in `crds/`).
+    pub path: String,
+    /// The file's text.
+    pub text: String,
+}
+
+/// The value that installs rukpak's BundleDeployment CRD: off where rukpak owns it.
+pub const BUNDLE_DEPLOYMENT_VALUE: &str = ".Values.bundleDeploymentCRD.install";
 
 /// The CRDs, in a fixed order.
 pub fn all() -> Vec<CustomResourceDefinition> {
@@ -52,10 +66,39 @@ pub fn render() -> Result<Vec<CrdFile>, RenderError> {
                 name: name.clone(),
                 source,
             })?;
+            let file_name = format!("{}_{}.yaml", crd.spec.group, crd.spec.names.plural);
+            let in_chart = crd.spec.group != "operators.coreos.com";
+            let chart = if !in_chart {
+                None
+            } else if crd.spec.group == "core.rukpak.io" {
+                // A template, so a value decides; kept on uninstall, as a CRD in crds/ would be
+                // (deleting it would delete every BundleDeployment).
+                let mut kept = crd.clone();
+                kept.metadata
+                    .annotations
+                    .get_or_insert_with(Default::default)
+                    .insert("helm.sh/resource-policy".into(), "keep".into());
+                let kept = serde_saphyr::to_string(&kept).map_err(|source| RenderError::Yaml {
+                    name: name.clone(),
+                    source,
+                })?;
+                Some(ChartFile {
+                    path: format!("templates/crd-{file_name}"),
+                    text: format!(
+                        "{HEADER}{{{{- if {BUNDLE_DEPLOYMENT_VALUE} }}}}\n{kept}{{{{- end }}}}\n"
+                    ),
+                })
+            } else {
+                Some(ChartFile {
+                    path: format!("crds/{file_name}"),
+                    text: format!("{HEADER}{body}"),
+                })
+            };
             Ok(CrdFile {
-                file_name: format!("{}_{}.yaml", crd.spec.group, crd.spec.names.plural),
-                in_chart: crd.spec.group != "operators.coreos.com",
+                file_name,
+                in_chart,
                 yaml: format!("{HEADER}{body}"),
+                chart,
             })
         })
         .collect()

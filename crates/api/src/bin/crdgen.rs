@@ -1,4 +1,5 @@
-//! Writes every CRD to `config/crd/` and the chart's `crds/`, or with `--check` fails when the
+//! Writes every CRD to `config/crd/` and the chart (`crds/`, or `templates/crd-*` for one a value
+//! guards), or with `--check` fails when the
 //! committed files differ from what the types generate.
 //!
 //! Usage: `crdgen [--check] [REPO_ROOT]` (the repository root defaults to the current directory).
@@ -22,18 +23,17 @@ fn main() -> Result<()> {
     }
     let mut stale = Vec::new();
     for file in olm_api::crds::render()? {
-        let mut dirs = vec![root.join("config/crd")];
-        if file.in_chart {
-            dirs.push(root.join("charts/olm/crds"));
+        let mut outputs = vec![(root.join("config/crd").join(&file.file_name), file.yaml)];
+        if let Some(chart) = file.chart {
+            outputs.push((root.join("charts/olm").join(chart.path), chart.text));
         }
-        for dir in dirs {
-            let path = dir.join(&file.file_name);
+        for (path, text) in outputs {
             if check {
-                if std::fs::read_to_string(&path).ok().as_deref() != Some(file.yaml.as_str()) {
+                if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
                     stale.push(path);
                 }
             } else {
-                write(&path, &file.yaml)?;
+                write(&path, &text)?;
             }
         }
     }
