@@ -11,6 +11,7 @@
 
 pub mod apply;
 pub mod catalogs;
+pub mod chart;
 pub mod cluster;
 pub mod context;
 pub mod git;

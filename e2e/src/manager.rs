@@ -93,6 +93,17 @@ pub async fn service_account_kubeconfig(
     for doc in apply::parse_documents(&text)? {
         apply::apply_document(client, &doc, namespace).await?;
     }
+    token_kubeconfig(client, namespace, service_account, out).await
+}
+
+/// Writes a kubeconfig that authenticates as `namespace/service_account` (which must exist)
+/// with a one-day token from a TokenRequest.
+pub async fn token_kubeconfig(
+    client: &kube::Client,
+    namespace: &str,
+    service_account: &str,
+    out: &Path,
+) -> Result<PathBuf> {
     let request = TokenRequest {
         spec: TokenRequestSpec {
             expiration_seconds: Some(86_400),
@@ -371,7 +382,7 @@ fn restart_log(log_dir: &Path, name: &str) -> PathBuf {
 
 /// Starts the workspace binary `binary_name` (see [`spawn`]) and waits until its admin server
 /// at `admin_url` says ready.
-fn launch(
+pub(crate) fn launch(
     binary_name: &str,
     args: &[String],
     kubeconfig: &Path,

@@ -1,0 +1,225 @@
+//! The Helm chart on the local control plane: install, upgrade and uninstall it with the real
+//! helm, and run each manager the way its Deployment would, as a local process (no kubelet runs
+//! here): authenticated as the chart's own ServiceAccount (a TokenRequest), with the args of
+//! the Deployment that `helm get manifest` returns. Only what differs on this machine is
+//! rewritten ([`local_args`]): listen addresses become free loopback ports, URLs the Pods would
+//! reach through Services point at them, and storage is a temporary folder.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::manager::{self, Manager};
+use crate::{Error, Result};
+
+/// The release name the tests install the chart as.
+pub const RELEASE: &str = "olm";
+
+/// The helm of the test binaries (`HELM_BIN`, set by hack/prereqs.sh), else the cached one.
+pub fn helm() -> Result<PathBuf> {
+    if let Some(bin) = std::env::var_os("HELM_BIN") {
+        return Ok(PathBuf::from(bin));
+    }
+    let cache = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default()
+        .join(".cache/olm-rs/testbin");
+    std::fs::read_dir(&cache)
+        .ok()
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("helm"))
+        .find(|p| p.exists())
+        .ok_or_else(|| Error::Cluster("no HELM_BIN and no cached helm: run hack/test.sh".into()))
+}
+
+/// The chart's folder.
+pub fn chart_dir() -> PathBuf {
+    crate::repo_root().join("charts/olm")
+}
+
+/// Runs `helm args` against the test cluster; its standard output.
+pub fn helm_run(args: &[&str]) -> Result<String> {
+    let kubeconfig = crate::cluster::cluster()?.kubeconfig.clone();
+    let out = Command::new(helm()?)
+        .args(args)
+        .env("KUBECONFIG", &kubeconfig)
+        .env(
+            "HELM_CACHE_HOME",
+            std::env::temp_dir().join("olm-e2e-helm/cache"),
+        )
+        .env(
+            "HELM_CONFIG_HOME",
+            std::env::temp_dir().join("olm-e2e-helm/config"),
+        )
+        .env(
+            "HELM_DATA_HOME",
+            std::env::temp_dir().join("olm-e2e-helm/data"),
+        )
+        .output()
+        .map_err(|e| Error::Cluster(format!("running helm: {e}")))?;
+    if !out.status.success() {
+        return Err(Error::Cluster(format!(
+            "helm {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// `helm install` (or, with `upgrade`, `helm upgrade`) of the chart as [`RELEASE`] in the
+/// `default` namespace (the managers' namespace is the chart's own), with `sets`.
+pub fn install(upgrade: bool, sets: &[&str]) -> Result<String> {
+    let chart = chart_dir().display().to_string();
+    let verb = if upgrade { "upgrade" } else { "install" };
+    let mut args = vec![verb, RELEASE, chart.as_str(), "--namespace", "default"];
+    for set in sets {
+        args.extend_from_slice(&["--set", set]);
+    }
+    helm_run(&args)
+}
+
+/// `helm uninstall`.
+pub fn uninstall() -> Result<String> {
+    helm_run(&["uninstall", RELEASE, "--namespace", "default", "--wait"])
+}
+
+/// The release's rendered objects.
+pub fn manifest() -> Result<Vec<serde_json::Value>> {
+    let text = helm_run(&["get", "manifest", RELEASE, "--namespace", "default"])?;
+    Ok(serde_saphyr::from_multiple::<serde_json::Value>(&text)
+        .map_err(|e| Error::Document(e.to_string()))?
+        .into_iter()
+        .filter(|d| !d.is_null())
+        .collect())
+}
+
+/// Loopback ports a manager listens on here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ports {
+    /// Metrics and probes.
+    pub admin: u16,
+    /// catalogd's content server.
+    pub content: u16,
+    /// catalogd's upload endpoint.
+    pub upload: u16,
+}
+
+/// The Deployment's `args` as this machine needs them: addresses on loopback `ports`, URLs to
+/// them, and `storage` for `--storage-dir`. Every other flag is the chart's, as it is.
+pub fn local_args(args: &[String], ports: Ports, storage: &Path) -> Vec<String> {
+    args.iter()
+        .map(|arg| {
+            let (flag, _) = arg.split_once('=').unwrap_or((arg.as_str(), ""));
+            match flag {
+                "--admin-address" => format!("{flag}=127.0.0.1:{}", ports.admin),
+                "--content-address" => format!("{flag}=127.0.0.1:{}", ports.content),
+                "--upload-address" => format!("{flag}=127.0.0.1:{}", ports.upload),
+                "--external-address" => format!("{flag}=http://127.0.0.1:{}", ports.content),
+                "--upload-url" => format!("{flag}=http://127.0.0.1:{}", ports.upload),
+                "--storage-dir" => format!("{flag}={}", storage.display()),
+                _ => arg.clone(),
+            }
+        })
+        .collect()
+}
+
+/// A manager of the chart running here.
+pub struct ChartManager {
+    /// The process.
+    pub manager: Manager,
+    /// Its admin (metrics) URL.
+    pub admin_url: String,
+    /// Its ports.
+    pub ports: Ports,
+    /// The args it runs with.
+    pub args: Vec<String>,
+}
+
+/// Runs the Deployment `name` of `manifest` here, as its ServiceAccount.
+pub async fn run_manager(
+    client: &kube::Client,
+    manifest: &[serde_json::Value],
+    name: &str,
+) -> Result<ChartManager> {
+    let deployment = manifest
+        .iter()
+        .find(|d| d["kind"] == "Deployment" && d["metadata"]["name"] == name)
+        .ok_or_else(|| Error::Cluster(format!("the release has no Deployment {name}")))?;
+    let namespace = deployment["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or("default");
+    let pod = &deployment["spec"]["template"]["spec"];
+    let account = pod["serviceAccountName"].as_str().unwrap_or("default");
+    let args: Vec<String> = pod["containers"][0]["args"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a.as_str().map(str::to_owned))
+        .collect();
+    let base = manager::run_base()?;
+    let dir = base.join(format!("chart-{name}-{}", manager::free_port()?));
+    std::fs::create_dir_all(&dir).map_err(|source| Error::Io {
+        path: dir.display().to_string(),
+        source,
+    })?;
+    crate::process::remove_on_exit(&dir)?;
+    let kubeconfig =
+        manager::token_kubeconfig(client, namespace, account, &dir.join("kubeconfig")).await?;
+    let (admin, content) = manager::free_ports()?;
+    let ports = Ports {
+        admin,
+        content,
+        upload: manager::free_port()?,
+    };
+    let args = local_args(&args, ports, &dir.join("storage"));
+    let log = base.join("logs").join(format!("chart-{name}.log"));
+    let admin_url = format!("http://127.0.0.1:{}", ports.admin);
+    let manager = manager::launch(name, &args, &kubeconfig, &log, &dir, &admin_url)?;
+    Ok(ChartManager {
+        manager,
+        admin_url,
+        ports,
+        args,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_what_differs_here_is_rewritten() {
+        let args: Vec<String> = [
+            "--admin-address=0.0.0.0:8080",
+            "--log-format=json",
+            "--storage-dir=/var/cache/catalogd",
+            "--content-address=0.0.0.0:8083",
+            "--upload-address=0.0.0.0:8084",
+            "--external-address=http://catalogd.olm-system.svc:8083",
+            "--upload-url=http://catalogd.olm-system.svc:8084",
+            "--namespace=olm-system",
+        ]
+        .map(String::from)
+        .to_vec();
+        let ports = Ports {
+            admin: 1,
+            content: 2,
+            upload: 3,
+        };
+        assert_eq!(
+            local_args(&args, ports, Path::new("/tmp/s")),
+            [
+                "--admin-address=127.0.0.1:1",
+                "--log-format=json",
+                "--storage-dir=/tmp/s",
+                "--content-address=127.0.0.1:2",
+                "--upload-address=127.0.0.1:3",
+                "--external-address=http://127.0.0.1:2",
+                "--upload-url=http://127.0.0.1:3",
+                "--namespace=olm-system",
+            ]
+        );
+    }
+}
