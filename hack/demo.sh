@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# The main job: start a real local control plane, install the CRDs, start catalogd (as its own
-# ServiceAccount, with the RBAC of config/rbac/), apply config/samples/, wait until the
-# ConfigMap catalog is served, and print the objects as `kubectl get` would, each catalog's
-# conditions, and a query of the served content. Stops the control plane at the end, unless
-# OLM_DEMO_KEEP=1 (then it prints the KUBECONFIG to use and leaves it running).
+# The main job: start a real local control plane, install olm-rs with helm (charts/olm), run
+# each manager as its chart ServiceAccount with its Deployment's arguments (no kubelet runs
+# here), and walk through upstream's demo "sourcing catalog content from a ConfigMap" step by
+# step: ConfigMap, Catalog served, metadata queried, Operator resolved to a BundleDeployment,
+# metrics, deletion, uninstall. Stops the control plane at the end, unless OLM_DEMO_KEEP=1 (then
+# it prints the KUBECONFIG to use and leaves it running).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source hack/prereqs.sh
 ensure_prereqs
 
-cargo build --quiet -p olm-e2e --bin olm-demo -p catalogd --bin catalogd
+cargo build --quiet -p olm-e2e --bin olm-demo -p catalogd -p operator-controller -p catalog-switcher
 dir=$PWD/target/demo/cluster
 tools/testbin/cluster.sh stop "$dir" >/dev/null 2>&1 || true
 if [ "${OLM_DEMO_KEEP:-0}" = 1 ]; then
@@ -29,9 +30,9 @@ fi
 source "$dir/env"
 export KUBECONFIG OLM_E2E_KUBECONFIG=$KUBECONFIG
 echo
-target/debug/olm-demo config/samples
+HELM_BIN=$HELM_BIN target/debug/olm-demo config/samples
 echo
 if [ "${OLM_DEMO_KEEP:-0}" = 1 ]; then
-  echo "The control plane keeps running (catalogd stopped with the demo): export KUBECONFIG=$KUBECONFIG"
+  echo "The control plane keeps running (the managers stopped with the demo): export KUBECONFIG=$KUBECONFIG"
   echo "Stop it with: tools/testbin/cluster.sh stop $dir"
 fi

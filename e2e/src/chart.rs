@@ -14,10 +14,12 @@ use crate::{Error, Result};
 /// The release name the tests install the chart as.
 pub const RELEASE: &str = "olm";
 
-/// The helm of the test binaries (`HELM_BIN`, set by hack/prereqs.sh), else the cached one.
+/// The helm of the test binaries (`HELM_BIN`, the folder hack/prereqs.sh builds it in), else
+/// the cached one.
 pub fn helm() -> Result<PathBuf> {
-    if let Some(bin) = std::env::var_os("HELM_BIN") {
-        return Ok(PathBuf::from(bin));
+    if let Some(dir) = std::env::var_os("HELM_BIN") {
+        let dir = PathBuf::from(dir);
+        return Ok(if dir.is_dir() { dir.join("helm") } else { dir });
     }
     let cache = std::env::var_os("HOME")
         .map(PathBuf::from)

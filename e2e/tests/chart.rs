@@ -17,26 +17,8 @@ fn chart() -> PathBuf {
     root().join("charts/olm")
 }
 
-/// The helm of the test binaries (`HELM_BIN`, set by hack/prereqs.sh), else the cached one.
 fn helm() -> PathBuf {
-    if let Some(bin) = std::env::var_os("HELM_BIN") {
-        return PathBuf::from(bin);
-    }
-    let cache = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_default()
-        .join(".cache/olm-rs/testbin");
-    std::fs::read_dir(&cache)
-        .unwrap_or_else(|e| {
-            panic!(
-                "no HELM_BIN and no {}: {e}; run hack/test.sh",
-                cache.display()
-            )
-        })
-        .flatten()
-        .map(|e| e.path().join("helm"))
-        .find(|p| p.exists())
-        .expect("helm: run hack/test.sh, which builds it")
+    olm_e2e::chart::helm().unwrap()
 }
 
 fn run(args: &[&str]) -> (bool, String, String) {

@@ -1,47 +1,63 @@
-//! The demo's client side, against the cluster named by `KUBECONFIG`: starts catalogd as its own
-//! ServiceAccount, applies `config/samples/`, waits for the ConfigMap catalog to be served, and
-//! prints the objects as `kubectl get` would, the catalogs' conditions, and a query of the
-//! served content.
+//! The demo, against the cluster named by `KUBECONFIG` (a fresh local control plane, started by
+//! hack/demo.sh): installs olm-rs with the real helm, runs each manager as its chart
+//! ServiceAccount (no kubelet runs here, so the Deployments' containers run as local
+//! processes, with the Deployments' own arguments), then walks through upstream's demo
+//! "sourcing catalog content from a ConfigMap" step by step, as a tutorial: a step title, the
+//! command a user would type, and what it printed.
 //!
 //! Usage: `olm-demo [SAMPLES_DIR]`
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use kube::ResourceExt;
-use kube::api::Api;
+use kube::api::{Api, DeleteParams, GroupVersionKind};
 use kube::discovery::pinned_kind;
+use olm_api::bundle_deployment::BundleDeployment;
 use olm_api::catalog::Catalog;
-use olm_api::conditions::find_condition;
-use olm_e2e::{apply, cluster, manager, samples, table, wait};
+use olm_api::operator::Operator;
+use olm_e2e::chart::{self, ChartManager};
+use olm_e2e::{apply, cluster, samples, table, wait};
 
-/// The sample catalogs catalogd can serve without any network: one from a ConfigMap, one from
-/// the demo's own HTTP server.
-const SERVED_SAMPLES: [&str; 2] = ["example-configmaps", "example-http"];
+const WAIT: Duration = Duration::from_secs(120);
 
-/// Where `config/samples/catalog-http.yaml` expects its catalog.
-const DEMO_HTTP_ADDRESS: &str = "127.0.0.1:8090";
+fn step(n: u32, title: &str) {
+    println!("\n== {n}. {title} ==\n");
+}
 
-/// Serves the ConfigMap sample's catalog at `/example/catalog.yaml`, so the http sample gets
-/// the same content (and so the same contentHash) from a real HTTP server on loopback.
-async fn serve_example_catalog(samples: &[samples::Sample]) -> Result<()> {
-    let text = samples
-        .iter()
-        .find(|s| {
-            s.doc["kind"] == "ConfigMap" && s.doc["metadata"]["name"] == "example-operator-catalog"
-        })
-        .and_then(|s| s.doc["data"]["catalog.yaml"].as_str())
-        .context("config/samples has no example-operator-catalog ConfigMap")?
-        .to_owned();
-    let app = axum::Router::new().route(
-        "/example/catalog.yaml",
-        axum::routing::get(move || async move { text }),
-    );
-    let listener = tokio::net::TcpListener::bind(DEMO_HTTP_ADDRESS)
-        .await
-        .with_context(|| format!("binding {DEMO_HTTP_ADDRESS} for the http sample"))?;
-    tokio::spawn(async move { axum::serve(listener, app).await });
+fn command(text: &str) {
+    println!("$ {text}");
+}
+
+async fn get(
+    client: &kube::Client,
+    group: &str,
+    version: &str,
+    kind: &str,
+    ns: Option<&str>,
+) -> Result<()> {
+    let (resource, _) = pinned_kind(client, &GroupVersionKind::gvk(group, version, kind)).await?;
+    let scope = ns.map(|n| format!(" -n {n}")).unwrap_or_default();
+    command(&format!("kubectl get {}{scope}", resource.plural));
+    print!("{}", table::get_table(client, &resource, ns).await?);
+    Ok(())
+}
+
+/// The documents of a sample file.
+fn sample(dir: &Path, file: &str) -> Result<Vec<serde_json::Value>> {
+    let path = dir.join(file);
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(apply::parse_documents(&text)?)
+}
+
+async fn apply_docs(client: &kube::Client, docs: &[serde_json::Value]) -> Result<()> {
+    for doc in docs {
+        let obj = apply::apply_document(client, doc, "default").await?;
+        let kind = apply::gvk_of(doc)?.kind.to_lowercase();
+        println!("{kind}/{} applied", obj.name_any());
+    }
     Ok(())
 }
 
@@ -53,130 +69,89 @@ async fn main() -> Result<()> {
         .unwrap_or_else(samples::samples_dir);
     let kubeconfig =
         std::env::var_os("KUBECONFIG").context("set KUBECONFIG to the cluster's kubeconfig")?;
-    // The harness (which starts catalogd) reuses the cluster named by this variable.
     if std::env::var_os(cluster::REUSE_ENV).is_none() {
         anyhow::bail!(
             "set {} to the same kubeconfig as KUBECONFIG",
             cluster::REUSE_ENV
         );
     }
+    olm_runtime::client::install_crypto_provider();
     let client = cluster::client_for(&PathBuf::from(kubeconfig)).await?;
+
+    step(1, "A local control plane");
+    command("kubectl version");
     let version = client
         .apiserver_version()
         .await
         .context("reading /version")?;
-    println!(
-        "Kubernetes control plane: kube-apiserver {}",
-        version.git_version
-    );
-    apply::install_crds(&client).await?;
-    println!("CRDs installed and established: Catalog, Operator, BundleDeployment, CatalogSource");
-    let catalogd = tokio::task::spawn_blocking(manager::catalogd).await??;
-    println!(
-        "catalogd running as ServiceAccount olm-system/catalogd (content {}, metrics {}/metrics, log {})\n",
-        catalogd.content_url,
-        catalogd.admin_url,
-        catalogd.manager.log.display()
-    );
+    println!("Server Version: {}", version.git_version);
+    println!("(a real kube-apiserver, etcd and kube-controller-manager; no node runs Pods)");
 
-    let samples = samples::load(&dir)?;
-    match serve_example_catalog(&samples).await {
-        Ok(()) => println!(
-            "serving the example catalog at http://{DEMO_HTTP_ADDRESS}/example/catalog.yaml for the http sample"
-        ),
-        Err(e) => println!(
-            "not serving the http sample's catalog ({e:#}); example-http will report why it fails"
-        ),
+    step(2, "Install olm-rs with Helm");
+    // The harness installs every CRD with the control plane, the BundleDeployment CRD
+    // included, as rukpak would: the chart leaves that one alone.
+    command("helm install olm charts/olm --set bundleDeploymentCRD.install=false");
+    let out = chart::install(false, &["bundleDeploymentCRD.install=false"])?;
+    for line in out.lines().take_while(|l| !l.starts_with("NOTES")) {
+        println!("{line}");
     }
-    let mut kinds = Vec::new();
-    for sample in &samples {
-        let obj = apply::apply_document(&client, &sample.doc, "default")
-            .await
-            .with_context(|| format!("applying a document of {}", sample.file.display()))?;
-        let gvk = apply::gvk_of(&sample.doc)?;
+    get(&client, "apps", "v1", "Deployment", Some("olm-system")).await?;
+
+    step(3, "Run the managers as their ServiceAccounts");
+    println!(
+        "No kubelet runs here, so each Deployment's container runs as a local process, with the\nDeployment's own arguments and a token of its ServiceAccount (only addresses point at\nloopback):"
+    );
+    let manifest = chart::manifest()?;
+    let mut managers: Vec<(&str, ChartManager)> = Vec::new();
+    for name in ["catalogd", "operator-controller", "catalog-switcher"] {
+        let m = chart::run_manager(&client, &manifest, name).await?;
         println!(
-            "{}/{} applied (from {})",
-            gvk.kind.to_lowercase(),
-            obj.name_any(),
-            sample
-                .file
-                .file_name()
-                .map(|f| f.to_string_lossy())
-                .unwrap_or_default()
+            "  {name} as ServiceAccount olm-system/{name}: {name} {}",
+            m.args.join(" ")
         );
-        let ns = obj.namespace();
-        if gvk.kind != "Namespace" && !kinds.contains(&(gvk.clone(), ns.clone())) {
-            kinds.push((gvk, ns));
-        }
+        managers.push((name, m));
     }
 
+    let catalog_docs = sample(&dir, "catalog-configmaps.yaml")?;
+    let (config_map, catalog): (Vec<_>, Vec<_>) = catalog_docs
+        .into_iter()
+        .partition(|d| d["kind"] == "ConfigMap");
+
+    step(4, "Put a File-Based Catalog in a ConfigMap");
+    command("kubectl apply -f config/samples/catalog-configmaps.yaml   # the ConfigMap part");
+    apply_docs(&client, &config_map).await?;
+
+    step(
+        5,
+        "Create a Catalog that reads it, and wait until it is served",
+    );
+    command("kubectl apply -f config/samples/catalog-configmaps.yaml   # the Catalog part");
+    apply_docs(&client, &catalog).await?;
+    command("kubectl wait catalog/example-configmaps --for=condition=Unpacked");
     let catalogs: Api<Catalog> = Api::all(client.clone());
-    println!(
-        "\nWaiting for catalogd to unpack and serve {} ...",
-        SERVED_SAMPLES.join(" and ")
-    );
-    let mut served = Vec::new();
-    for name in SERVED_SAMPLES {
-        let result = wait::wait_for(
-            &catalogs,
-            name,
-            "Unpacked=True",
-            Duration::from_secs(60),
-            |c| {
-                c.and_then(|c| c.status.as_ref())
-                    .is_some_and(|s| olm_api::conditions::is_true(&s.conditions, "Unpacked"))
-            },
-        )
-        .await;
-        match result {
-            Ok(c) => served.push(c),
-            Err(e) => println!("{name} was not served: {e}"),
-        }
-    }
+    let served = wait::wait_for(
+        &catalogs,
+        "example-configmaps",
+        "Unpacked=True",
+        WAIT,
+        |c| {
+            c.and_then(|c| c.status.as_ref())
+                .is_some_and(|s| olm_api::conditions::is_true(&s.conditions, "Unpacked"))
+        },
+    )
+    .await?;
+    println!("catalog.catalogd.operatorframework.io/example-configmaps condition met");
+    get(
+        &client,
+        "catalogd.operatorframework.io",
+        "v1alpha1",
+        "Catalog",
+        None,
+    )
+    .await?;
 
-    for (gvk, ns) in kinds {
-        let (resource, _) = pinned_kind(&client, &gvk).await?;
-        let scope = ns
-            .as_deref()
-            .map(|n| format!(" -n {n}"))
-            .unwrap_or_default();
-        println!("\n$ kubectl get {}{scope}", resource.plural);
-        print!(
-            "{}",
-            table::get_table(&client, &resource, ns.as_deref()).await?
-        );
-    }
-
-    println!(
-        "\nWhy each catalog is in its phase (the image and git samples name quay.io and git.example.com, which a machine without internet cannot reach; the custom sample's generator Pod waits for a node, and the local control plane has none):"
-    );
-    for c in catalogs.list(&Default::default()).await?.items {
-        let status = c.status.clone().unwrap_or_default();
-        for type_ in ["Unpacked", "Serving"] {
-            if let Some(cond) = find_condition(&status.conditions, type_) {
-                println!(
-                    "  {:<20} {type_}={} {}: {}",
-                    c.name_any(),
-                    cond.status,
-                    cond.reason,
-                    cond.message
-                );
-            }
-        }
-    }
-
-    let hashes: Vec<String> = served
-        .iter()
-        .filter_map(|c| c.status.as_ref()?.short_content_hash.clone())
-        .collect();
-    if hashes.len() == 2 {
-        println!(
-            "\nThe same content from a ConfigMap and from HTTP has the same contentHash: {} and {}",
-            hashes[0], hashes[1]
-        );
-    }
-    let first = served.into_iter().next().context("no catalog was served")?;
-    let url = first
+    step(6, "Query the metadata catalogd serves");
+    let url = served
         .status
         .and_then(|s| s.content_url)
         .context("the served catalog has no contentURL")?;
@@ -184,9 +159,110 @@ async fn main() -> Result<()> {
         "/all.json",
         "/api/v1/metas?schema=olm.bundle&package=example-operator",
     );
-    println!("\n$ curl '{metas}'");
-    olm_runtime::client::install_crypto_provider();
-    let body = reqwest::get(&metas).await?.text().await?;
-    print!("{body}");
+    command(&format!("curl '{metas}'"));
+    print!("{}", reqwest::get(&metas).await?.text().await?);
+
+    step(
+        7,
+        "Ask for the operator: an Operator, resolved to a BundleDeployment",
+    );
+    command("kubectl apply -f config/samples/operator.yaml");
+    apply_docs(&client, &sample(&dir, "operator.yaml")?).await?;
+    command("kubectl wait operator/example-operator --for=condition=Resolved");
+    let operators: Api<Operator> = Api::all(client.clone());
+    wait::wait_for(&operators, "example-operator", "Resolved=True", WAIT, |o| {
+        o.and_then(|o| o.status.as_ref())
+            .is_some_and(|s| olm_api::conditions::is_true(&s.conditions, "Resolved"))
+    })
+    .await?;
+    println!("operator.operators.operatorframework.io/example-operator condition met");
+    get(
+        &client,
+        "operators.operatorframework.io",
+        "v1alpha1",
+        "Operator",
+        None,
+    )
+    .await?;
+    let bds: Api<BundleDeployment> = Api::all(client.clone());
+    let bd = wait::wait_for(
+        &bds,
+        "example-operator",
+        "the BundleDeployment",
+        WAIT,
+        |b| b.is_some(),
+    )
+    .await?;
+    get(
+        &client,
+        "core.rukpak.io",
+        "v1alpha1",
+        "BundleDeployment",
+        None,
+    )
+    .await?;
+    command(
+        "kubectl get bundledeployment example-operator -o jsonpath='{.spec.template.spec.source.image.ref}'",
+    );
+    let image = bd
+        .spec
+        .template
+        .spec
+        .source
+        .image
+        .map(|i| i.r#ref)
+        .unwrap_or_default();
+    println!("{image}");
+    println!("(rukpak, which would unpack and install that bundle, is not part of this demo)");
+
+    step(8, "The managers' metrics");
+    for (name, m) in &managers {
+        command(&format!(
+            "curl -s {}/metrics | grep controller_runtime_reconcile_total   # {name}",
+            m.admin_url
+        ));
+        let text = reqwest::get(format!("{}/metrics", m.admin_url))
+            .await?
+            .text()
+            .await?;
+        for line in text
+            .lines()
+            .filter(|l| l.starts_with("controller_runtime_reconcile_total"))
+        {
+            println!("{line}");
+        }
+    }
+
+    step(9, "Delete the Operator and the Catalog: nothing is left");
+    command("kubectl delete operator example-operator");
+    operators
+        .delete("example-operator", &DeleteParams::background())
+        .await?;
+    wait::wait_for_deletion(&operators, "example-operator", WAIT).await?;
+    wait::wait_for_deletion(&bds, "example-operator", WAIT).await?;
+    println!("operator.operators.operatorframework.io \"example-operator\" deleted");
+    command("kubectl delete catalog example-configmaps");
+    catalogs
+        .delete("example-configmaps", &DeleteParams::background())
+        .await?;
+    wait::wait_for_deletion(&catalogs, "example-configmaps", WAIT).await?;
+    println!("catalog.catalogd.operatorframework.io \"example-configmaps\" deleted");
+    get(
+        &client,
+        "core.rukpak.io",
+        "v1alpha1",
+        "BundleDeployment",
+        None,
+    )
+    .await?;
+    command(&format!("curl -s -o /dev/null -w '%{{http_code}}' {url}"));
+    println!("{}", reqwest::get(&url).await?.status().as_u16());
+
+    step(10, "Uninstall olm-rs");
+    for (_, m) in &managers {
+        m.manager.stop()?;
+    }
+    command("helm uninstall olm");
+    print!("{}", chart::uninstall()?);
     Ok(())
 }
