@@ -76,26 +76,6 @@ pub fn binary(name: &str) -> Result<PathBuf> {
     }
 }
 
-/// Applies an RBAC file of `config/rbac/` and writes a kubeconfig that authenticates as
-/// `namespace/service_account` with a one-day token.
-pub async fn service_account_kubeconfig(
-    client: &kube::Client,
-    rbac_file: &str,
-    namespace: &str,
-    service_account: &str,
-    out: &Path,
-) -> Result<PathBuf> {
-    let path = repo_root().join("config/rbac").join(rbac_file);
-    let text = std::fs::read_to_string(&path).map_err(|source| Error::Io {
-        path: path.display().to_string(),
-        source,
-    })?;
-    for doc in apply::parse_documents(&text)? {
-        apply::apply_document(client, &doc, namespace).await?;
-    }
-    token_kubeconfig(client, namespace, service_account, out).await
-}
-
 /// Writes a kubeconfig that authenticates as `namespace/service_account` (which must exist)
 /// with a one-day token from a TokenRequest.
 pub async fn token_kubeconfig(
@@ -304,7 +284,7 @@ pub fn run_base() -> Result<PathBuf> {
 /// `catalogd` ServiceAccount, with the harness's flags and then `extra_args` (a later flag
 /// wins). Its working folder (storage, kubeconfig) is removed when this process exits.
 pub fn start_catalogd_with(name: &str, extra_args: &[String]) -> Result<Catalogd> {
-    let (base, dir, kubeconfig) = working_dir(name, "catalogd.yaml", "catalogd")?;
+    let (base, dir, kubeconfig) = working_dir(name, "catalogd")?;
     let (content_port, admin_port) = free_ports()?;
     let upload_port = free_port()?;
     let storage = dir.join("storage");
@@ -345,13 +325,10 @@ pub fn start_catalogd_with(name: &str, extra_args: &[String]) -> Result<Catalogd
 }
 
 /// A fresh working folder `<run>/<name>` for a manager (removed when this process exits), and a
-/// kubeconfig in it for the ServiceAccount `service_account` of `rbac_file` (applied first).
+/// kubeconfig in it for the chart's ServiceAccount `service_account` (the chart installed
+/// first).
 /// Returns the run's base folder, the working folder and the kubeconfig.
-fn working_dir(
-    name: &str,
-    rbac_file: &'static str,
-    service_account: &'static str,
-) -> Result<(PathBuf, PathBuf, PathBuf)> {
+fn working_dir(name: &str, service_account: &'static str) -> Result<(PathBuf, PathBuf, PathBuf)> {
     let base = run_base()?;
     let dir = base.join(name);
     let _ = std::fs::remove_dir_all(&dir);
@@ -362,11 +339,38 @@ fn working_dir(
     crate::process::remove_on_exit(&dir)?;
     let kubeconfig = dir.join("kubeconfig");
     let kc = kubeconfig.clone();
+    chart_installed()?;
     crate::cluster::run_blocking(async move {
         let client = cluster::cluster()?.client().await?;
-        service_account_kubeconfig(&client, rbac_file, OLM_NAMESPACE, service_account, &kc).await
+        token_kubeconfig(&client, OLM_NAMESPACE, service_account, &kc).await
     })??;
     Ok((base, dir, kubeconfig))
+}
+
+/// The chart, installed once per test process (with the real helm): every manager the
+/// harness starts runs as the chart's ServiceAccount, with the chart's RBAC. The harness
+/// installs the CRDs with the control plane, so the chart leaves the BundleDeployment CRD
+/// alone, as it would where rukpak owns it.
+pub fn chart_installed() -> Result<()> {
+    static INSTALLED: OnceLock<std::result::Result<(), String>> = OnceLock::new();
+    INSTALLED
+        .get_or_init(|| {
+            let chart = crate::chart::chart_dir().display().to_string();
+            crate::chart::helm_run(&[
+                "upgrade",
+                "--install",
+                crate::chart::RELEASE,
+                &chart,
+                "--namespace",
+                "default",
+                "--set",
+                "bundleDeploymentCRD.install=false",
+            ])
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+        })
+        .clone()
+        .map_err(Error::Cluster)
 }
 
 /// The log of a restarted manager: `<logs>/<name>-<unix millis>.log`, beside its first one.
@@ -492,7 +496,6 @@ pub fn start_operator_controller_with(
     ];
     start_running(
         "operator-controller",
-        "operator-controller.yaml",
         name,
         &flags,
         extra_args,
@@ -503,24 +506,21 @@ pub fn start_operator_controller_with(
 pub fn start_catalog_switcher_with(name: &str, extra_args: &[String]) -> Result<CatalogSwitcher> {
     start_running(
         "catalog-switcher",
-        "catalog-switcher.yaml",
         name,
         &[],
         extra_args,
     )
 }
 
-/// Starts `binary` as its ServiceAccount (named like it, with the RBAC of
-/// `config/rbac/<rbac_file>`), named `name` in logs, on a free admin port, with `flags` and
-/// then `extra_args`.
+/// Starts `binary` as its chart ServiceAccount (named like it), named `name` in logs, on a
+/// free admin port, with `flags` and then `extra_args`.
 fn start_running(
     binary: &'static str,
-    rbac_file: &'static str,
     name: &str,
     flags: &[&str],
     extra_args: &[String],
 ) -> Result<Running> {
-    let (base, dir, kubeconfig) = working_dir(name, rbac_file, binary)?;
+    let (base, dir, kubeconfig) = working_dir(name, binary)?;
     let admin_port = free_port()?;
     let mut args = vec![format!("--admin-address=127.0.0.1:{admin_port}")];
     args.extend(flags.iter().map(|f| (*f).to_owned()));
