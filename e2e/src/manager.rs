@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::api::{Api, PostParams};
 use kube::config::Kubeconfig;
 
-use crate::{Error, Result, apply, cluster, kube_err, repo_root};
+use crate::{Error, Result, cluster, kube_err, repo_root};
 
 /// A running manager.
 #[derive(Debug, Clone)]
@@ -494,22 +494,12 @@ pub fn start_operator_controller_with(
         "--max-backoff-seconds=4",
         "--fetch-timeout-seconds=10",
     ];
-    start_running(
-        "operator-controller",
-        name,
-        &flags,
-        extra_args,
-    )
+    start_running("operator-controller", name, &flags, extra_args)
 }
 
 /// Starts a catalog-switcher of its own, named `name` in logs, with `extra_args`.
 pub fn start_catalog_switcher_with(name: &str, extra_args: &[String]) -> Result<CatalogSwitcher> {
-    start_running(
-        "catalog-switcher",
-        name,
-        &[],
-        extra_args,
-    )
+    start_running("catalog-switcher", name, &[], extra_args)
 }
 
 /// Starts `binary` as its chart ServiceAccount (named like it), named `name` in logs, on a
