@@ -13,6 +13,7 @@ use olm_api::catalog::{Catalog, ResolvedSource, Source, SourceType};
 use olm_api::conditions::is_true;
 
 use crate::poll::{poll_interval, retry_after};
+use crate::source::git::spec::redact;
 use crate::source::image::reference::digest_of;
 use crate::status::{Served, UNPACKED};
 
@@ -279,7 +280,7 @@ pub fn plan(
             let previous_git = previous
                 .as_ref()
                 .and_then(|p| p.git.as_ref())
-                .filter(|g| g.repository == git.repository);
+                .filter(|g| g.repository == redact(&git.repository));
             let pinned = git.r#ref.commit.as_ref();
             remote(
                 Remote {
@@ -907,6 +908,19 @@ mod tests {
     fn a_branch_is_asked_for_its_commit_at_each_poll() {
         let source = git_source(Some("main"), None, "cat", Some("10m"));
         polled_every_10_minutes(source, resolved_git("c1", 100));
+    }
+
+    #[test]
+    fn a_repository_with_a_password_is_recorded_without_it_and_still_polled() {
+        let mut source = git_source(Some("main"), None, "cat", Some("10m"));
+        if let Some(g) = source.git.as_mut() {
+            g.repository = "https://me:s3cret@git.example/c.git".into();
+        }
+        let mut resolved = resolved_git("c1", 100);
+        if let Some(g) = resolved.git.as_mut() {
+            g.repository = "https://me:***@git.example/c.git".into();
+        }
+        polled_every_10_minutes(source, resolved);
     }
 
     #[test]

@@ -183,7 +183,7 @@ impl GitSource {
         // What was fetched last for this repository, if the plan asks to compare.
         let since = super::since(mode)
             .and_then(|p| p.git.clone())
-            .filter(|g| g.repository == spec.repository);
+            .filter(|g| g.repository == spec::redact(&spec.repository));
         let _permit =
             self.permits.clone().acquire_owned().await.map_err(|_| {
                 SourceError::new(reasons::UNPACK_FAILED, "catalogd is shutting down")
@@ -269,8 +269,9 @@ impl Work<'_> {
         let (remote, want) = (self.remote, self.want);
         let resolved = |commit: String| ResolvedSource {
             type_: Some(SourceType::Git),
+            // As shown everywhere else: a password in the URL never reaches the status.
             git: Some(ResolvedGitSource {
-                repository: remote.url.clone(),
+                repository: remote.shown.clone(),
                 commit,
                 last_poll_attempt: Some(now.clone()),
             }),
