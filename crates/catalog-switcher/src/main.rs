@@ -18,8 +18,8 @@ use clap::Parser;
 use kube::api::Api;
 use kube::runtime::watcher;
 use olm_api::catalog::Catalog;
-use olm_runtime::metrics::Metrics;
-use olm_runtime::{admin, shutdown, telemetry};
+
+use olm_runtime::{admin, telemetry};
 use prometheus::{IntCounterVec, IntGaugeVec, Opts};
 use tokio::sync::watch;
 
@@ -49,18 +49,14 @@ struct Flags {
 #[tokio::main]
 async fn main() -> Result<()> {
     let flags = Flags::parse();
-    telemetry::init_tracing(flags.log_format, "info,kube=warn")?;
-    tracing::info!(
-        version = env!("CARGO_PKG_VERSION"),
-        ?flags,
-        "starting catalog-switcher"
-    );
-    let client = olm_runtime::client::client()
+    let olm_runtime::Started {
+        client,
+        shutdown,
+        metrics,
+        readiness,
+    } = olm_runtime::start("catalog-switcher", flags.log_format, &flags)
         .await
-        .context("connecting to the Kubernetes API")?;
-    let shutdown = shutdown::shutdown_on_signals();
-    let metrics = Arc::new(Metrics::new()?);
-    let readiness = admin::Readiness::new();
+        .context("starting")?;
     let catalogs_ready = readiness.register("catalog-watch");
     let resolutions = IntCounterVec::new(
         Opts::new(

@@ -23,7 +23,7 @@ use catalogd::{controller, metrics::CatalogdMetrics, server, store::Store};
 use clap::Parser;
 use kube::api::{Api, ListParams};
 use olm_api::catalog::Catalog;
-use olm_runtime::{admin, events::EventPublisher, metrics::Metrics, shutdown, telemetry};
+use olm_runtime::{admin, events::EventPublisher, telemetry};
 
 /// catalogd: unpacks, validates and serves the content of Catalog objects.
 #[derive(Parser, Debug)]
@@ -134,18 +134,14 @@ fn main() -> Result<()> {
 }
 
 async fn manager(flags: Flags) -> Result<()> {
-    telemetry::init_tracing(flags.log_format, "info,kube=warn")?;
-    tracing::info!(
-        version = env!("CARGO_PKG_VERSION"),
-        ?flags,
-        "starting catalogd"
-    );
-    let client = olm_runtime::client::client()
+    let olm_runtime::Started {
+        client,
+        shutdown,
+        metrics,
+        readiness,
+    } = olm_runtime::start("catalogd", flags.log_format, &flags)
         .await
-        .context("connecting to the Kubernetes API")?;
-    let shutdown = shutdown::shutdown_on_signals();
-    let metrics = Arc::new(Metrics::new()?);
-    let readiness = admin::Readiness::new();
+        .context("starting")?;
     let catalogs_ready = readiness.register("catalog-watch");
     let content_ready = readiness.register("content-server");
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use olm_runtime::{admin, events::EventPublisher, metrics::Metrics, shutdown, telemetry};
+use olm_runtime::{admin, events::EventPublisher, telemetry};
 use operator_controller::content::{ContentClient, ContentOptions};
 use operator_controller::controller::{self, Settings};
 use operator_controller::explain;
@@ -119,19 +119,15 @@ async fn main() -> Result<()> {
         return Ok(());
     }
 
-    telemetry::init_tracing(flags.log_format, "info,kube=warn")?;
-    tracing::info!(
-        version = env!("CARGO_PKG_VERSION"),
-        ?flags,
-        "starting operator-controller"
-    );
-    let client = olm_runtime::client::client()
+    let olm_runtime::Started {
+        client,
+        shutdown,
+        metrics,
+        readiness,
+    } = olm_runtime::start("operator-controller", flags.log_format, &flags)
         .await
-        .context("connecting to the Kubernetes API")?;
-    let shutdown = shutdown::shutdown_on_signals();
-    let metrics = Arc::new(Metrics::new()?);
+        .context("starting")?;
     let own = AllMetrics::new(&metrics.registry)?;
-    let readiness = admin::Readiness::new();
     let operators_ready = readiness.register("operator-watch");
 
     let (admin_listener, admin_addr) = admin::bind_admin(flags.admin_address).await?;

@@ -1,7 +1,7 @@
 //! What every olm-rs manager binary shares, so catalogd, operator-controller and
 //! catalog-switcher start, observe and stop the same way.
 //!
-//! A manager's `main` typically runs, in this order:
+//! A manager's `main` typically runs, in this order ([`start`] does steps 1 to 4):
 //!
 //! 1. [`telemetry::init_tracing`] — logs first, so every later failure is visible;
 //! 2. [`shutdown::shutdown_on_signals`] — one [`CancellationToken`](tokio_util::sync::CancellationToken)
@@ -28,6 +28,42 @@ pub use shutdown::{shutdown_on_signals, try_shutdown_on_signals};
 pub use telemetry::{LogFormat, init_tracing};
 
 use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// What every manager sets up first, the same way: logs, the API client, one shutdown token,
+/// the metrics registry and the readiness checks.
+pub struct Started {
+    /// The Kubernetes client.
+    pub client: kube::Client,
+    /// Cancelled on SIGTERM or SIGINT.
+    pub shutdown: tokio_util::sync::CancellationToken,
+    /// The shared metrics registry, with the controller-runtime families.
+    pub metrics: Arc<Metrics>,
+    /// `/readyz`'s checks.
+    pub readiness: Readiness,
+}
+
+/// Starts the manager `name`: tracing in `log_format` (logging `flags` and the version), the
+/// shutdown token, the client, metrics and readiness.
+pub async fn start(
+    name: &str,
+    log_format: LogFormat,
+    flags: &dyn std::fmt::Debug,
+) -> Result<Started, Error> {
+    init_tracing(log_format, "info,kube=warn")?;
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        ?flags,
+        "starting {name}"
+    );
+    let client = client().await?;
+    Ok(Started {
+        client,
+        shutdown: shutdown_on_signals(),
+        metrics: Arc::new(Metrics::new()?),
+        readiness: Readiness::new(),
+    })
+}
 
 /// Everything that can go wrong while setting a manager up. Reconcile errors belong to each
 /// controller; these are start-up and infrastructure failures.
