@@ -280,9 +280,10 @@ mod tests {
     }
 
     #[test]
-    fn many_links_resolve_in_linear_time() {
+    fn a_long_chain_of_links_resolves_within_the_hop_limit() {
         let mut files = BTreeMap::from([("f".to_owned(), b"x".to_vec())]);
-        // A chain of 200 000 links, each to the next: a scan per link would take minutes.
+        // A chain of 200 000 links, each to the next: with a scan per link this test would run
+        // for minutes (no timing is asserted; the figures belong to benchmarks).
         let links: Vec<(String, String)> = (0..200_000)
             .map(|i| {
                 (
@@ -295,9 +296,7 @@ mod tests {
                 )
             })
             .collect();
-        let started = std::time::Instant::now();
         resolve_links(&mut files, &links, |_| Ok::<(), ()>(())).unwrap();
-        assert!(started.elapsed() < std::time::Duration::from_secs(5));
         // Only the links within 8 hops of the file reach it: the last link and the 8 before it.
         assert_eq!(files.len(), 1 + 9);
     }
