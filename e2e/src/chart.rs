@@ -118,7 +118,9 @@ pub fn local_args(args: &[String], ports: Ports, storage: &Path) -> Vec<String> 
                 "--admin-address" => format!("{flag}=127.0.0.1:{}", ports.admin),
                 "--content-address" => format!("{flag}=127.0.0.1:{}", ports.content),
                 "--upload-address" => format!("{flag}=127.0.0.1:{}", ports.upload),
-                "--external-address" => format!("{flag}=http://127.0.0.1:{}", ports.content),
+                "--external-address" | "--peer-address" => {
+                    format!("{flag}=http://127.0.0.1:{}", ports.content)
+                }
                 "--upload-url" => format!("{flag}=http://127.0.0.1:{}", ports.upload),
                 "--storage-dir" => format!("{flag}={}", storage.display()),
                 _ => arg.clone(),
@@ -200,7 +202,9 @@ mod tests {
             "--content-address=0.0.0.0:8083",
             "--upload-address=0.0.0.0:8084",
             "--external-address=http://catalogd.olm-system.svc:8083",
-            "--upload-url=http://catalogd.olm-system.svc:8084",
+            "--peer-address=http://$(POD_IP):8083",
+            "--upload-url=http://$(POD_IP):8084",
+            "--leader-elect",
             "--namespace=olm-system",
         ]
         .map(String::from)
@@ -219,7 +223,9 @@ mod tests {
                 "--content-address=127.0.0.1:2",
                 "--upload-address=127.0.0.1:3",
                 "--external-address=http://127.0.0.1:2",
+                "--peer-address=http://127.0.0.1:2",
                 "--upload-url=http://127.0.0.1:3",
+                "--leader-elect",
                 "--namespace=olm-system",
             ]
         );

@@ -10,6 +10,7 @@
 //! * [`apply`] and [`table`] apply YAML and print `kubectl get`-style tables (used by the demo).
 
 pub mod apply;
+pub mod audit;
 pub mod catalogs;
 pub mod chart;
 pub mod cluster;

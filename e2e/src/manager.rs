@@ -184,6 +184,52 @@ impl Manager {
     pub fn stop(&self) -> Result<()> {
         crate::process::stop(&self.child, std::time::Duration::from_secs(10))
     }
+
+    /// Sends `signal` (as kill(1) names it: `KILL`, `STOP`, `CONT`) to the process, unless it
+    /// has exited already.
+    pub fn signal(&self, signal: &str) -> Result<()> {
+        let mut child = self
+            .child
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if child
+            .try_wait()
+            .map_err(|e| Error::Cluster(e.to_string()))?
+            .is_some()
+        {
+            return Ok(());
+        }
+        // The PID of a child we have not reaped: it cannot be a stranger.
+        let status = Command::new("kill")
+            .args([format!("-{signal}"), child.id().to_string()])
+            .status()
+            .map_err(|e| Error::Cluster(format!("kill -{signal}: {e}")))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(Error::Cluster(format!("kill -{signal} {} failed", self.pid)))
+        }
+    }
+
+    /// Waits at most `timeout` for the process to exit: its exit status, or `None` while it
+    /// still runs.
+    pub fn wait_exit(&self, timeout: std::time::Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let exited = self
+                .child
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .try_wait()
+                .ok()
+                .flatten();
+            if exited.is_some() || std::time::Instant::now() > deadline {
+                return exited;
+            }
+            // Polling our own child's exit, bounded by the deadline.
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
 }
 
 /// Stops a manager when dropped: a test that starts a manager of its own stops it even when
@@ -294,6 +340,8 @@ pub fn start_catalogd_with(name: &str, extra_args: &[String]) -> Result<Catalogd
         format!("--content-address=127.0.0.1:{content_port}"),
         format!("--admin-address=127.0.0.1:{admin_port}"),
         format!("--external-address={content_url}"),
+        // With --leader-elect, followers copy content from here (the leader's).
+        format!("--peer-address={content_url}"),
         format!("--namespace={OLM_NAMESPACE}"),
         "--http-timeout-seconds=10".into(),
         "--max-content-bytes=1048576".into(),

@@ -309,6 +309,13 @@ current-context: olm-rs-test
         # OLM_TESTBIN_APISERVER_ARGS: extra flags (the harness's own test of a start that fails
         # half way passes a bad one).
         extra = shlex.split(os.environ.get("OLM_TESTBIN_APISERVER_ARGS", ""))
+        # Every request that changes something, with its user agent, in audit.log: the tests
+        # of leader election read which replica wrote what.
+        with open(self.path("audit-policy.yaml"), "w") as policy:
+            policy.write(
+                "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\n"
+                "rules:\n- level: None\n  verbs: [get, list, watch]\n- level: Metadata\n"
+            )
         self.start_proc(
             "kube-apiserver", f"{k8s}/kube-apiserver", f"--etcd-servers=http://127.0.0.1:{etcd_port}",
             "--bind-address=127.0.0.1", f"--secure-port={self.api_port}",
@@ -319,7 +326,9 @@ current-context: olm-rs-test
             f"--service-account-key-file={p}/sa.pub", f"--service-account-signing-key-file={p}/sa.key",
             "--service-cluster-ip-range=10.0.0.0/24", "--authorization-mode=RBAC",
             "--allow-privileged=true", f"--cert-dir={self.path('apiserver-certs')}",
-            "--kubelet-preferred-address-types=Hostname,InternalIP", "--v=1", *extra,
+            "--kubelet-preferred-address-types=Hostname,InternalIP", "--v=1",
+            f"--audit-policy-file={self.path('audit-policy.yaml')}",
+            f"--audit-log-path={self.path('audit.log')}", "--audit-log-maxsize=200", *extra,
         )
         self.write_kubeconfig()
         self.wait_until("kube-apiserver /readyz", 90, lambda: self.api("GET", "/readyz") == b"ok")

@@ -19,7 +19,8 @@ use kube::api::Api;
 use kube::runtime::watcher;
 use olm_api::catalog::Catalog;
 
-use olm_runtime::{admin, telemetry};
+use olm_runtime::leader::LeaderElectionArgs;
+use olm_runtime::{Metrics, ReadinessHandle, StartOptions, admin, telemetry};
 use prometheus::{IntCounterVec, IntGaugeVec, Opts};
 use tokio::sync::watch;
 
@@ -44,6 +45,8 @@ struct Flags {
     /// Log format: plain or json.
     #[arg(long, default_value = "plain")]
     log_format: telemetry::LogFormat,
+    #[command(flatten)]
+    leader_election: LeaderElectionArgs,
 }
 
 #[tokio::main]
@@ -54,10 +57,16 @@ async fn main() -> Result<()> {
         shutdown,
         metrics,
         readiness,
-    } = olm_runtime::start("catalog-switcher", flags.log_format, &flags)
-        .await
-        .context("starting")?;
-    let catalogs_ready = readiness.register("catalog-watch");
+        leadership,
+    } = olm_runtime::start(StartOptions {
+        name: "catalog-switcher",
+        log_format: flags.log_format,
+        election: &flags.leader_election,
+        advertise: None,
+        flags: &flags,
+    })
+    .await
+    .context("starting")?;
     let resolutions = IntCounterVec::new(
         Opts::new(
             "catalog_switcher_template_resolutions_total",
@@ -89,6 +98,53 @@ async fn main() -> Result<()> {
         shutdown.clone(),
     ));
 
+    // A follower is ready (it serves its metrics) and waits; only the leader switches.
+    if leadership.acquired(&shutdown).await {
+        let families = Families {
+            resolutions,
+            version_info,
+            watched,
+        };
+        let catalogs_ready = readiness.register("catalog-watch");
+        leadership
+            .lead(switch(
+                &flags,
+                client,
+                metrics,
+                families,
+                catalogs_ready,
+                shutdown.clone(),
+            ))
+            .await?;
+    }
+    shutdown.cancel();
+    let _ = admin.await;
+    leadership.release().await;
+    tracing::info!("catalog-switcher stopped");
+    Ok(())
+}
+
+/// The switcher's own metric families, registered before leading so followers show them too.
+struct Families {
+    resolutions: IntCounterVec,
+    version_info: IntGaugeVec,
+    watched: prometheus::IntGauge,
+}
+
+/// The leader's work: the version poller and the controllers, until `shutdown`.
+async fn switch(
+    flags: &Flags,
+    client: kube::Client,
+    metrics: Arc<Metrics>,
+    families: Families,
+    catalogs_ready: ReadinessHandle,
+    shutdown: tokio_util::sync::CancellationToken,
+) {
+    let Families {
+        resolutions,
+        version_info,
+        watched,
+    } = families;
     // The version first, so that the first reconciles have it.
     let (version_tx, version_rx) = watch::channel(poll_version(&client).await);
     set_version_info(&version_info, version_rx.borrow().as_ref());
@@ -163,9 +219,6 @@ async fn main() -> Result<()> {
         let _ = v0.await;
     }
     let _ = poller.await;
-    let _ = admin.await;
-    tracing::info!("catalog-switcher stopped");
-    Ok(())
 }
 
 /// The API server's version, or `None` (logged) when it cannot be read.

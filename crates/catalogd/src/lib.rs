@@ -6,6 +6,7 @@
 //! * [`source`]: one implementation per member of `spec.source`.
 //! * [`store`]: hash-addressed content with atomic swap; the last good content is kept.
 //! * [`server`]: the HTTP content server (`all.json` and the metas query API).
+//! * [`follow`]: what a follower replica does: copy the leader's served content.
 //! * [`status`]: the status catalogd writes, as pure functions.
 //! * [`metrics`]: the `catalogd_*` metric families.
 
@@ -13,6 +14,7 @@ pub mod budget;
 pub mod collect;
 pub mod context;
 pub mod controller;
+pub mod follow;
 pub mod metrics;
 pub mod plan;
 pub mod poll;

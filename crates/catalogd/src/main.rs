@@ -23,7 +23,10 @@ use catalogd::{controller, metrics::CatalogdMetrics, server, store::Store};
 use clap::Parser;
 use kube::api::{Api, ListParams};
 use olm_api::catalog::Catalog;
-use olm_runtime::{admin, events::EventPublisher, telemetry};
+use catalogd::follow::Follower;
+use olm_runtime::leader::{LeaderElectionArgs, Role};
+use olm_runtime::{Metrics, Readiness, StartOptions, admin, events::EventPublisher, telemetry};
+use tokio_util::sync::CancellationToken;
 
 /// catalogd: unpacks, validates and serves the content of Catalog objects.
 #[derive(Parser, Debug)]
@@ -118,6 +121,13 @@ struct Flags {
     /// Log format: plain or json.
     #[arg(long, default_value = "plain")]
     log_format: telemetry::LogFormat,
+    /// Base URL at which other replicas reach this replica's content server (in a Pod:
+    /// `http://$(POD_IP):8083`). The leader advertises it on the leader Lease; followers copy
+    /// served content from it. Needed with --leader-elect and more than one replica.
+    #[arg(long, env = "CATALOGD_PEER_ADDRESS")]
+    peer_address: Option<String>,
+    #[command(flatten)]
+    leader_election: LeaderElectionArgs,
 }
 
 fn main() -> Result<()> {
@@ -139,11 +149,21 @@ async fn manager(flags: Flags) -> Result<()> {
         shutdown,
         metrics,
         readiness,
-    } = olm_runtime::start("catalogd", flags.log_format, &flags)
-        .await
-        .context("starting")?;
-    let catalogs_ready = readiness.register("catalog-watch");
+        leadership,
+    } = olm_runtime::start(StartOptions {
+        name: "catalogd",
+        log_format: flags.log_format,
+        election: &flags.leader_election,
+        advertise: flags.peer_address.clone(),
+        flags: &flags,
+    })
+    .await
+    .context("starting")?;
+    if flags.leader_election.leader_elect && flags.peer_address.is_none() {
+        tracing::warn!("--leader-elect without --peer-address: followers cannot copy content");
+    }
     let content_ready = readiness.register("content-server");
+    let content_synced = readiness.register("content-sync");
 
     let store = Arc::new(
         Store::open(&flags.storage_dir)
@@ -169,6 +189,55 @@ async fn manager(flags: Flags) -> Result<()> {
         shutdown.clone(),
     ));
 
+    // Every replica serves content; until it leads, a replica copies the leader's.
+    if leadership.role() == Role::Following {
+        let stop = shutdown.child_token();
+        let follower = Follower {
+            client: client.clone(),
+            store: store.clone(),
+            leadership: leadership.clone(),
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(flags.http_timeout_seconds))
+                .build()
+                .context("building the HTTP client of the follower")?,
+            // Canonical content is about the size of what was fetched; leave room for layout.
+            max_bytes: flags.max_content_bytes.saturating_mul(2),
+            ready: content_synced.clone(),
+        };
+        let following = tokio::spawn(follower.run(stop.clone()));
+        let leading = leadership.acquired(&shutdown).await;
+        stop.cancel();
+        let _ = following.await;
+        if leading {
+            tracing::info!("leading: reconciling Catalogs");
+        }
+    }
+    // The leader's own reconciles fill its store (and keep what was copied).
+    content_synced.set_ready(true);
+    if leadership.acquired(&shutdown).await {
+        leadership
+            .lead(lead(&flags, client, store, metrics, &readiness, shutdown.clone()))
+            .await??;
+    }
+    shutdown.cancel();
+    let _ = content.await;
+    let _ = admin.await;
+    leadership.release().await;
+    tracing::info!("catalogd stopped");
+    Ok(())
+}
+
+/// The leader's work: the sources, the upload endpoint and the Catalog controller, until
+/// `shutdown`.
+async fn lead(
+    flags: &Flags,
+    client: kube::Client,
+    store: Arc<Store>,
+    metrics: Arc<Metrics>,
+    readiness: &Readiness,
+    shutdown: CancellationToken,
+) -> Result<()> {
+    let catalogs_ready = readiness.register("catalog-watch");
     let config_maps = ConfigMapsSource::new(
         client.clone(),
         flags.namespace.clone(),
@@ -275,10 +344,7 @@ async fn manager(flags: Flags) -> Result<()> {
     metrics.register_controller(controller::CONTROLLER, usize::from(controller::CONCURRENCY));
     controller::run(controller, ctx, metrics, shutdown.clone()).await;
     shutdown.cancel();
-    let _ = content.await;
     let _ = uploads.await;
-    let _ = admin.await;
-    tracing::info!("catalogd stopped");
     Ok(())
 }
 

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use olm_runtime::{admin, events::EventPublisher, telemetry};
+use olm_runtime::leader::LeaderElectionArgs;
+use olm_runtime::{StartOptions, admin, events::EventPublisher, telemetry};
 use operator_controller::content::{ContentClient, ContentOptions};
 use operator_controller::controller::{self, Settings};
 use operator_controller::explain;
@@ -58,6 +59,8 @@ struct Flags {
     /// Log format: plain or json.
     #[arg(long, default_value = "plain", global = true)]
     log_format: telemetry::LogFormat,
+    #[command(flatten)]
+    leader_election: LeaderElectionArgs,
 }
 
 #[derive(Subcommand, Debug)]
@@ -124,11 +127,17 @@ async fn main() -> Result<()> {
         shutdown,
         metrics,
         readiness,
-    } = olm_runtime::start("operator-controller", flags.log_format, &flags)
-        .await
-        .context("starting")?;
+        leadership,
+    } = olm_runtime::start(StartOptions {
+        name: "operator-controller",
+        log_format: flags.log_format,
+        election: &flags.leader_election,
+        advertise: None,
+        flags: &flags,
+    })
+    .await
+    .context("starting")?;
     let own = AllMetrics::new(&metrics.registry)?;
-    let operators_ready = readiness.register("operator-watch");
 
     let (admin_listener, admin_addr) = admin::bind_admin(flags.admin_address).await?;
     tracing::info!(address = %admin_addr, "admin server listening");
@@ -139,38 +148,44 @@ async fn main() -> Result<()> {
         shutdown.clone(),
     ));
 
-    let resolver = Arc::new(
-        Resolver::new(
-            content_client(&flags, Some(&own))?,
-            Some(own.operators.clone()),
-        )
-        .with_timeout(Duration::from_secs(flags.resolution_timeout_seconds.max(1))),
-    );
     let settings = Settings {
         concurrency: flags.concurrency.max(1),
         max_backoff: Duration::from_secs(flags.max_backoff_seconds.max(1)),
         resync: Duration::from_secs(flags.resync_seconds.max(1)),
         probe_interval: Duration::from_secs(flags.catalog_recheck_seconds.max(1)),
     };
-    let (controller, ctx) = controller::build(
-        client.clone(),
-        resolver,
-        EventPublisher::from_env(client, "operator-controller"),
-        own.operators.clone(),
-        &settings,
-        operators_ready,
-    );
     metrics.register_controller(controller::CONTROLLER, usize::from(settings.concurrency));
-    controller::run(
-        controller,
-        ctx,
-        metrics,
-        settings.concurrency,
-        shutdown.clone(),
-    )
-    .await;
+    // A follower is ready (it serves its metrics) and waits; only the leader reconciles.
+    if leadership.acquired(&shutdown).await {
+        let operators_ready = readiness.register("operator-watch");
+        let resolver = Arc::new(
+            Resolver::new(
+                content_client(&flags, Some(&own))?,
+                Some(own.operators.clone()),
+            )
+            .with_timeout(Duration::from_secs(flags.resolution_timeout_seconds.max(1))),
+        );
+        let (controller, ctx) = controller::build(
+            client.clone(),
+            resolver,
+            EventPublisher::from_env(client, "operator-controller"),
+            own.operators.clone(),
+            &settings,
+            operators_ready,
+        );
+        leadership
+            .lead(controller::run(
+                controller,
+                ctx,
+                metrics,
+                settings.concurrency,
+                shutdown.clone(),
+            ))
+            .await?;
+    }
     shutdown.cancel();
     let _ = admin.await;
+    leadership.release().await;
     tracing::info!("operator-controller stopped");
     Ok(())
 }

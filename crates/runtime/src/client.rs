@@ -5,6 +5,7 @@
 //! before anything opens a TLS connection.
 
 use crate::Error;
+use crate::leader::WriteGuard;
 
 /// Installs rustls's `ring` provider as the process-wide default.
 ///
@@ -24,6 +25,40 @@ pub fn install_crypto_provider() {
 pub async fn client() -> Result<kube::Client, Error> {
     install_crypto_provider();
     kube::Client::try_default().await.map_err(Error::Client)
+}
+
+/// Installs the crypto provider, then reads the configuration as [`client`] does, adding a
+/// `User-Agent` header (`<manager>/<version> <identity>`), so the API server's audit log tells
+/// replicas apart.
+///
+/// # Errors
+///
+/// [`Error::Client`] when no configuration is found or it is unusable.
+pub async fn config(manager: &str, identity: &str) -> Result<kube::Config, Error> {
+    install_crypto_provider();
+    let mut config = kube::Config::infer()
+        .await
+        .map_err(|e| Error::Client(kube::Error::InferConfig(e)))?;
+    let agent = format!("{manager}/{} {identity}", env!("CARGO_PKG_VERSION"));
+    // An identity given on the command line may hold characters a header cannot: then the
+    // manager's name alone.
+    let value = http::HeaderValue::from_str(agent.trim())
+        .or_else(|_| http::HeaderValue::from_str(manager))
+        .map_err(|e| Error::Client(kube::Error::HttpError(e.into())))?;
+    config.headers.push((http::header::USER_AGENT, value));
+    Ok(config)
+}
+
+/// A client from `config` whose writes pass `guard` (see [`crate::leader::WriteGuard`]).
+///
+/// # Errors
+///
+/// [`Error::Client`] when the configuration is unusable (its TLS settings, say).
+pub fn guarded(config: kube::Config, guard: &WriteGuard) -> Result<kube::Client, Error> {
+    Ok(kube::client::ClientBuilder::try_from(config)
+        .map_err(Error::Client)?
+        .with_layer(&guard.layer())
+        .build())
 }
 
 #[cfg(test)]

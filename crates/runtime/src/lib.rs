@@ -1,7 +1,8 @@
 //! What every olm-rs manager binary shares, so catalogd, operator-controller and
 //! catalog-switcher start, observe and stop the same way.
 //!
-//! A manager's `main` typically runs, in this order ([`start`] does steps 1 to 4):
+//! A manager's `main` typically runs, in this order ([`start`] does steps 1 to 4 and joins
+//! leader election, [`leader`]):
 //!
 //! 1. [`telemetry::init_tracing`] — logs first, so every later failure is visible;
 //! 2. [`shutdown::shutdown_on_signals`] — one [`CancellationToken`](tokio_util::sync::CancellationToken)
@@ -15,6 +16,7 @@
 pub mod admin;
 pub mod client;
 pub mod events;
+pub mod leader;
 pub mod metrics;
 pub mod shutdown;
 pub mod telemetry;
@@ -31,9 +33,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 /// What every manager sets up first, the same way: logs, the API client, one shutdown token,
-/// the metrics registry and the readiness checks.
+/// the metrics registry, the readiness checks and leader election.
 pub struct Started {
-    /// The Kubernetes client.
+    /// The Kubernetes client. Its writes pass the leader election's write guard: with
+    /// election on, they fail unless this replica leads.
     pub client: kube::Client,
     /// Cancelled on SIGTERM or SIGINT.
     pub shutdown: tokio_util::sync::CancellationToken,
@@ -41,27 +44,63 @@ pub struct Started {
     pub metrics: Arc<Metrics>,
     /// `/readyz`'s checks.
     pub readiness: Readiness,
+    /// This replica's part in leader election (leading from the start when it is off).
+    pub leadership: leader::Leadership,
 }
 
-/// Starts the manager `name`: tracing in `log_format` (logging `flags` and the version), the
-/// shutdown token, the client, metrics and readiness.
-pub async fn start(
-    name: &str,
-    log_format: LogFormat,
-    flags: &dyn std::fmt::Debug,
-) -> Result<Started, Error> {
+/// How [`start`] starts a manager.
+pub struct StartOptions<'a> {
+    /// The manager's name (`catalogd`, ...): in logs, the user agent and the Lease's name.
+    pub name: &'a str,
+    /// The log format.
+    pub log_format: LogFormat,
+    /// The leader election flags.
+    pub election: &'a leader::LeaderElectionArgs,
+    /// An address the leader advertises on the Lease for followers.
+    pub advertise: Option<String>,
+    /// Every flag, logged at start.
+    pub flags: &'a dyn std::fmt::Debug,
+}
+
+/// Starts a manager: tracing (logging its flags and version), the shutdown token, metrics,
+/// readiness, leader election, and the client (guarded by the election).
+pub async fn start(options: StartOptions<'_>) -> Result<Started, Error> {
+    let StartOptions {
+        name,
+        log_format,
+        election,
+        advertise,
+        flags,
+    } = options;
     init_tracing(log_format, "info,kube=warn")?;
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
         ?flags,
         "starting {name}"
     );
-    let client = client().await?;
+    let identity = election
+        .leader_election_identity
+        .clone()
+        .unwrap_or_else(leader::default_identity);
+    let config = client::config(name, &identity).await?;
+    let unguarded = kube::Client::try_from(config.clone()).map_err(Error::Client)?;
+    let metrics = Arc::new(Metrics::new()?);
+    let shutdown = shutdown_on_signals();
+    let leadership = leader::Leadership::elect(
+        unguarded,
+        name,
+        election,
+        identity,
+        advertise,
+        &metrics.registry,
+    )
+    .await?;
     Ok(Started {
-        client,
-        shutdown: shutdown_on_signals(),
-        metrics: Arc::new(Metrics::new()?),
+        client: client::guarded(config, &leadership.guard())?,
+        shutdown,
+        metrics,
         readiness: Readiness::new(),
+        leadership,
     })
 }
 
@@ -117,6 +156,10 @@ pub enum Error {
     /// A global tracing subscriber (or `log` logger) was already installed.
     #[error("could not install the tracing subscriber; is one already installed?")]
     TracingInit(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
+
+    /// The leader election's Lease could not be read or created.
+    #[error("could not join leader election")]
+    LeaderElection(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
 
     /// SIGTERM or SIGINT handlers could not be installed.
     #[error("could not listen for SIGTERM/SIGINT")]

@@ -1,0 +1,370 @@
+//! What a catalogd follower does: serve content like the leader, without reconciling. Only
+//! the leader fetches sources and writes status; a follower watches Catalogs and copies each
+//! served content (`status.contentHash`) from the leader's content server into its own store,
+//! checking the hash, so every replica behind the content Service answers the same.
+//!
+//! The leader advertises its content server's address on the leader Lease
+//! ([`olm_runtime::leader::Leadership::leader_address`]). What to copy and what to drop is
+//! decided by [`plan`], a pure function; [`Follower::run`] carries it out.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt as _;
+use kube::api::Api;
+use kube::runtime::{WatchStreamExt as _, reflector, watcher};
+use olm_api::catalog::Catalog;
+use olm_api::conditions::is_true;
+use olm_runtime::leader::Leadership;
+use olm_runtime::{ReadinessHandle, error_chain};
+use sha2::{Digest as _, Sha256};
+use tokio_util::sync::CancellationToken;
+
+use crate::status::SERVING;
+use crate::store::Store;
+use crate::source::http::hex;
+use crate::store::Rendered;
+use crate::unpack::parse_and_validate;
+
+/// A Catalog as a follower sees it: its identity and the hash the leader serves for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wanted {
+    /// The Catalog's name.
+    pub name: String,
+    /// Its uid.
+    pub uid: String,
+    /// `status.contentHash` while `Serving` is true.
+    pub hash: Option<String>,
+}
+
+/// What this replica's store holds for a catalog name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    /// The catalog's name.
+    pub name: String,
+    /// The uid of the Catalog the content belongs to.
+    pub owner: Option<String>,
+    /// The hash of its current content.
+    pub hash: Option<String>,
+}
+
+/// One step of keeping the store in step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Copy the content the leader serves for this Catalog.
+    Copy {
+        /// The Catalog.
+        name: String,
+        /// Its uid (the owner of the copy).
+        uid: String,
+        /// The hash the copy must have.
+        hash: String,
+    },
+    /// Remove content no existing Catalog owns.
+    Remove(String),
+}
+
+/// The steps that make `held` match `wanted`: copy every served hash not held for its
+/// Catalog, remove what belongs to no existing Catalog (by name and uid). Content of a
+/// Catalog that exists but is not served (yet) is kept, as the leader keeps it.
+pub fn plan(wanted: &[Wanted], held: &[Held]) -> Vec<Step> {
+    let held_by_name: HashMap<&str, &Held> = held.iter().map(|h| (h.name.as_str(), h)).collect();
+    let existing: HashMap<&str, &str> = wanted
+        .iter()
+        .map(|w| (w.name.as_str(), w.uid.as_str()))
+        .collect();
+    let mut steps: Vec<Step> = wanted
+        .iter()
+        .filter_map(|w| {
+            let hash = w.hash.as_ref()?;
+            let have = held_by_name.get(w.name.as_str());
+            let in_step = have.is_some_and(|h| {
+                h.owner.as_deref() == Some(w.uid.as_str()) && h.hash.as_ref() == Some(hash)
+            });
+            (!in_step).then(|| Step::Copy {
+                name: w.name.clone(),
+                uid: w.uid.clone(),
+                hash: hash.clone(),
+            })
+        })
+        .collect();
+    steps.extend(
+        held.iter()
+            .filter(|h| existing.get(h.name.as_str()).copied() != h.owner.as_deref())
+            // A copy replaces content of an earlier Catalog of the same name anyway.
+            .filter(|h| !steps.iter().any(|s| matches!(s, Step::Copy { name, .. } if *name == h.name)))
+            .map(|h| Step::Remove(h.name.clone()))
+            .collect::<Vec<_>>(),
+    );
+    steps
+}
+
+/// What a Catalog asks of followers.
+pub fn wanted(catalog: &Catalog) -> Option<Wanted> {
+    let status = catalog.status.as_ref();
+    let serving = status.is_some_and(|s| is_true(&s.conditions, SERVING));
+    Some(Wanted {
+        name: catalog.metadata.name.clone()?,
+        uid: catalog.metadata.uid.clone()?,
+        hash: status
+            .and_then(|s| s.content_hash.clone())
+            .filter(|_| serving),
+    })
+}
+
+/// How long to wait before trying failed copies again, at most.
+const MAX_RETRY: Duration = Duration::from_secs(30);
+
+/// A follower's copying loop.
+pub struct Follower {
+    /// The API client (reads only).
+    pub client: kube::Client,
+    /// This replica's store.
+    pub store: Arc<Store>,
+    /// Where the leader's address comes from.
+    pub leadership: Leadership,
+    /// The client that fetches from the leader.
+    pub http: reqwest::Client,
+    /// The largest content copied, in bytes.
+    pub max_bytes: u64,
+    /// Ready once the store first held every served hash.
+    pub ready: ReadinessHandle,
+}
+
+impl Follower {
+    /// Keeps the store in step until `stop`.
+    pub async fn run(self, stop: CancellationToken) {
+        let (reader, writer) = reflector::store::<Catalog>();
+        let events = reflector::reflector(
+            writer,
+            watcher(Api::<Catalog>::all(self.client.clone()), watcher::Config::default()),
+        )
+        .default_backoff();
+        let mut events = std::pin::pin!(events);
+        let mut lease = self.leadership.lease_changes();
+        let (mut synced, mut dirty, mut failures) = (false, false, 0u32);
+        let mut retry_at: Option<Instant> = None;
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                event = events.next() => match event {
+                    Some(Ok(watcher::Event::InitDone)) => { synced = true; dirty = true; }
+                    Some(Ok(watcher::Event::Init | watcher::Event::InitApply(_))) => {}
+                    Some(Ok(_)) => dirty = true,
+                    Some(Err(error)) => {
+                        tracing::warn!(error = %error_chain(&error), "the Catalog watch failed; retrying");
+                    }
+                    None => return,
+                },
+                changed = lease.changed() => {
+                    if changed.is_err() { return; }
+                    dirty = true;
+                }
+                () = sleep_until(retry_at) => dirty = true,
+            }
+            if !synced || !dirty {
+                continue;
+            }
+            dirty = false;
+            let wanted: Vec<Wanted> = reader.state().iter().filter_map(|c| wanted(c)).collect();
+            let copied = self.step(&wanted).await;
+            if copied {
+                failures = 0;
+                retry_at = None;
+                self.ready.set_ready(true);
+            } else {
+                failures = failures.saturating_add(1);
+                let wait = Duration::from_secs(1 << failures.min(5)).min(MAX_RETRY);
+                retry_at = Some(Instant::now() + wait);
+            }
+        }
+    }
+
+    /// Carries out one plan; `true` when the store is in step.
+    async fn step(&self, wanted: &[Wanted]) -> bool {
+        let store = self.store.clone();
+        let held = match tokio::task::spawn_blocking(move || held(&store)).await {
+            Ok(Ok(held)) => held,
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "could not list the content store");
+                return false;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "listing the content store failed");
+                return false;
+            }
+        };
+        let mut in_step = true;
+        for step in plan(wanted, &held) {
+            let result = match &step {
+                Step::Copy { name, uid, hash } => self.copy(name, uid, hash).await,
+                Step::Remove(name) => {
+                    let (store, name) = (self.store.clone(), name.clone());
+                    tokio::task::spawn_blocking(move || store.delete(&name).map_err(|e| e.to_string()))
+                        .await
+                        .unwrap_or_else(|e| Err(e.to_string()))
+                }
+            };
+            match result {
+                Ok(()) => tracing::info!(?step, "follower content in step"),
+                Err(error) => {
+                    tracing::warn!(?step, %error, "could not copy the leader's content; retrying");
+                    in_step = false;
+                }
+            }
+        }
+        in_step
+    }
+
+    /// Copies `name`'s content with `hash` from the leader.
+    async fn copy(&self, name: &str, uid: &str, hash: &str) -> Result<(), String> {
+        let leader = self
+            .leadership
+            .leader_address()
+            .ok_or("no leader has advertised its content address yet")?;
+        let url = format!("{}/catalogs/{name}/all.json", leader.trim_end_matches('/'));
+        let body = self.download(&url).await?;
+        let got = hex(&Sha256::digest(&body));
+        if got != hash {
+            // The leader moved on since the status was read; the next status triggers a copy.
+            return Err(format!("{url} served content {got}, not {hash}"));
+        }
+        let (store, name, uid, hash) = (
+            self.store.clone(),
+            name.to_owned(),
+            uid.to_owned(),
+            hash.to_owned(),
+        );
+        tokio::task::spawn_blocking(move || {
+            let fbc = parse_and_validate(vec![("all.json".to_owned(), body)])?;
+            let rendered = Rendered::from_fbc(&fbc).map_err(|e| e.to_string())?;
+            if rendered.hash() != hash {
+                return Err(format!(
+                    "the leader's content {hash} renders as {} here; is this replica another version?",
+                    rendered.hash()
+                ));
+            }
+            store
+                .put_rendered(&name, &uid, rendered)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
+        .await
+        .unwrap_or_else(|e| Err(e.to_string()))
+    }
+
+    async fn download(&self, url: &str) -> Result<Vec<u8>, String> {
+        let response = self
+            .http
+            .get(url)
+            .send()
+            .await
+            .and_then(reqwest::Response::error_for_status)
+            .map_err(|e| format!("GET {url}: {}", error_chain(&e)))?;
+        let mut body = Vec::new();
+        let mut stream = response.bytes_stream();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| format!("GET {url}: {}", error_chain(&e)))?;
+            if body.len() as u64 + chunk.len() as u64 > self.max_bytes {
+                return Err(format!("{url} is larger than {} bytes", self.max_bytes));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    }
+}
+
+/// What the store holds, by catalog name.
+fn held(store: &Store) -> Result<Vec<Held>, crate::store::StoreError> {
+    store
+        .list()?
+        .into_iter()
+        .map(|name| {
+            Ok(Held {
+                owner: store.owner(&name)?,
+                hash: store.current(&name)?.map(|s| s.hash),
+                name,
+            })
+        })
+        .collect()
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Held, Step, Wanted, plan};
+
+    fn wanted(name: &str, uid: &str, hash: Option<&str>) -> Wanted {
+        Wanted {
+            name: name.into(),
+            uid: uid.into(),
+            hash: hash.map(Into::into),
+        }
+    }
+
+    fn held(name: &str, owner: &str, hash: &str) -> Held {
+        Held {
+            name: name.into(),
+            owner: Some(owner.into()),
+            hash: Some(hash.into()),
+        }
+    }
+
+    fn copy(name: &str, uid: &str, hash: &str) -> Step {
+        Step::Copy {
+            name: name.into(),
+            uid: uid.into(),
+            hash: hash.into(),
+        }
+    }
+
+    #[test]
+    fn served_hashes_not_held_are_copied() {
+        let steps = plan(
+            &[
+                wanted("a", "u1", Some("h1")),
+                wanted("b", "u2", Some("h2")),
+                wanted("c", "u3", None),
+            ],
+            &[held("a", "u1", "h0"), held("b", "u2", "h2")],
+        );
+        assert_eq!(steps, [copy("a", "u1", "h1")]);
+    }
+
+    #[test]
+    fn content_of_a_catalog_recreated_under_its_name_is_copied_again() {
+        let steps = plan(&[wanted("a", "new", Some("h1"))], &[held("a", "old", "h1")]);
+        assert_eq!(steps, [copy("a", "new", "h1")]);
+    }
+
+    #[test]
+    fn content_of_deleted_catalogs_is_removed_and_unserved_content_kept() {
+        let steps = plan(
+            &[wanted("kept", "u1", None)],
+            &[
+                held("kept", "u1", "h1"),
+                held("gone", "u2", "h2"),
+                held("replaced", "u3", "h3"),
+            ],
+        );
+        assert_eq!(
+            steps,
+            [Step::Remove("gone".into()), Step::Remove("replaced".into())]
+        );
+        let recreated_unserved = plan(&[wanted("a", "new", None)], &[held("a", "old", "h")]);
+        assert_eq!(recreated_unserved, [Step::Remove("a".into())]);
+    }
+
+    #[test]
+    fn a_store_in_step_needs_nothing() {
+        assert!(plan(&[wanted("a", "u", Some("h"))], &[held("a", "u", "h")]).is_empty());
+        assert!(plan(&[], &[]).is_empty());
+    }
+}
