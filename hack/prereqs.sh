@@ -18,6 +18,8 @@ ensure_debian_packages() {
   command -v git >/dev/null 2>&1 || missing+=(git)
   [ -x /usr/sbin/sshd ] && command -v ssh-keygen >/dev/null 2>&1 || missing+=(openssh-server)
   [ -e /etc/ssl/certs/ca-certificates.crt ] || missing+=(ca-certificates)
+  # The e2e tests' Prometheus (scrapes the managers) and promtool (checks the chart's alerts).
+  { command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1; } || missing+=(prometheus)
   if [ ${#missing[@]} -gt 0 ]; then
     prereq_log "installing Debian packages: ${missing[*]}"
     local sudo=""; [ "$(id -u)" -eq 0 ] || sudo=sudo

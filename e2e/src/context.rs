@@ -124,9 +124,9 @@ impl Drop for TestContext {
     }
 }
 
-/// The kinds tests create outside their own namespace: cluster-scoped ones, and objects in
-/// catalogd's namespace (the samples' ConfigMap and CatalogSource, test catalogs' ConfigMaps and
-/// Secrets).
+/// The kinds tests create outside their own namespace: cluster-scoped ones (ClusterRoleBindings
+/// granting a test's ServiceAccount, say), and objects in catalogd's namespace (the samples'
+/// ConfigMap and CatalogSource, test catalogs' ConfigMaps and Secrets).
 fn kinds() -> Vec<ApiResource> {
     vec![
         ApiResource::erase::<olm_api::Catalog>(&()),
@@ -135,6 +135,7 @@ fn kinds() -> Vec<ApiResource> {
         ApiResource::erase::<olm_api::CatalogSource>(&()),
         ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&()),
         ApiResource::erase::<k8s_openapi::api::core::v1::Secret>(&()),
+        ApiResource::erase::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>(&()),
     ]
 }
 

@@ -21,6 +21,7 @@ pub mod kubelet;
 pub mod manager;
 pub mod operators;
 pub mod process;
+pub mod prometheus;
 pub mod registry;
 pub mod samples;
 pub mod serve;

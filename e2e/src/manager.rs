@@ -207,7 +207,10 @@ impl Manager {
         if status.success() {
             Ok(())
         } else {
-            Err(Error::Cluster(format!("kill -{signal} {} failed", self.pid)))
+            Err(Error::Cluster(format!(
+                "kill -{signal} {} failed",
+                self.pid
+            )))
         }
     }
 
@@ -356,7 +359,7 @@ pub fn start_catalogd_with(name: &str, extra_args: &[String]) -> Result<Catalogd
         ),
     ];
     args.extend(extra_args.iter().cloned());
-    let admin_url = format!("http://127.0.0.1:{admin_port}");
+    let admin_url = format!("{}://127.0.0.1:{admin_port}", admin_scheme(&args));
     let log = base.join("logs").join(format!("{name}.log"));
     let manager = launch("catalogd", &args, &kubeconfig, &log, &dir, &admin_url)?;
     Ok(Catalogd {
@@ -447,13 +450,22 @@ pub(crate) fn launch(
     Ok(manager)
 }
 
+/// `https` when `args` make the admin server serve HTTPS, else `http`.
+fn admin_scheme(args: &[String]) -> &'static str {
+    let secure = args
+        .iter()
+        .any(|a| a == "--metrics-secure" || a.starts_with("--metrics-tls-cert-file"));
+    if secure { "https" } else { "http" }
+}
+
 /// Waits (up to 60 s) until the manager's /readyz says ready; fails early if it exits.
 fn wait_ready(admin_url: &str, manager: &Manager) -> Result<()> {
     let url = format!("{admin_url}/readyz");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
+        // -k: a probe, like the kubelet's, does not check the admin server's certificate.
         let ok = Command::new("curl")
-            .args(["-sf", "-o", "/dev/null", &url])
+            .args(["-sfk", "-o", "/dev/null", &url])
             .status()
             .is_ok_and(|s| s.success());
         if ok {
@@ -563,7 +575,7 @@ fn start_running(
     let mut args = vec![format!("--admin-address=127.0.0.1:{admin_port}")];
     args.extend(flags.iter().map(|f| (*f).to_owned()));
     args.extend(extra_args.iter().cloned());
-    let admin_url = format!("http://127.0.0.1:{admin_port}");
+    let admin_url = format!("{}://127.0.0.1:{admin_port}", admin_scheme(&args));
     let log = base.join("logs").join(format!("{name}.log"));
     let manager = launch(binary, &args, &kubeconfig, &log, &dir, &admin_url)?;
     Ok(Running {

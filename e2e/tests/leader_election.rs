@@ -169,7 +169,10 @@ async fn hand_over(
     let took = wait_leads(&[&b], lease, HAND_OVER).await;
     eprintln!("{lease}: the follower leads {took:?} after the leader was killed");
     work(1).await;
-    assert!(reconciles(&b).await > 0.0, "the new leader reconciled nothing");
+    assert!(
+        reconciles(&b).await > 0.0,
+        "the new leader reconciled nothing"
+    );
 
     let c = start("c");
     let identity = holder(ctx, lease).await;
@@ -331,10 +334,16 @@ async fn catalog_switcher_replicas_elect_one_leader() {
             .unwrap();
             api.create(&Default::default(), &catalog).await.unwrap();
             let want = format!("registry.invalid/catalog:v{major}");
-            wait_for(api, &name, "the image reference switched", HAND_OVER * 3, move |c| {
-                c.and_then(|c| c.spec.source.image.as_ref())
-                    .is_some_and(|i| i.r#ref == want)
-            })
+            wait_for(
+                api,
+                &name,
+                "the image reference switched",
+                HAND_OVER * 3,
+                move |c| {
+                    c.and_then(|c| c.spec.source.image.as_ref())
+                        .is_some_and(|i| i.r#ref == want)
+                },
+            )
             .await
             .unwrap();
         })

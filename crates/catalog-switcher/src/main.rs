@@ -3,7 +3,6 @@
 //! Wiring only: flags, tracing, client, metrics; the version poller; the Catalog controller,
 //! and the CatalogSource controller while that CRD is served, until SIGTERM.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,8 +18,9 @@ use kube::api::Api;
 use kube::runtime::watcher;
 use olm_api::catalog::Catalog;
 
+use olm_runtime::admin::AdminArgs;
 use olm_runtime::leader::LeaderElectionArgs;
-use olm_runtime::{Metrics, ReadinessHandle, StartOptions, admin, telemetry};
+use olm_runtime::{Metrics, ReadinessHandle, StartOptions, telemetry};
 use prometheus::{IntCounterVec, IntGaugeVec, Opts};
 use tokio::sync::watch;
 
@@ -28,9 +28,6 @@ use tokio::sync::watch;
 #[derive(Parser, Debug)]
 #[command(version, about, args_override_self = true)]
 struct Flags {
-    /// Address of the metrics and health endpoints.
-    #[arg(long, default_value = "0.0.0.0:8080")]
-    admin_address: SocketAddr,
     /// How often to ask the API server for its version, in seconds.
     #[arg(long, default_value_t = 300)]
     version_poll_seconds: u64,
@@ -47,6 +44,8 @@ struct Flags {
     log_format: telemetry::LogFormat,
     #[command(flatten)]
     leader_election: LeaderElectionArgs,
+    #[command(flatten)]
+    admin: AdminArgs,
 }
 
 #[tokio::main]
@@ -58,10 +57,12 @@ async fn main() -> Result<()> {
         metrics,
         readiness,
         leadership,
+        admin,
     } = olm_runtime::start(StartOptions {
         name: "catalog-switcher",
         log_format: flags.log_format,
         election: &flags.leader_election,
+        admin: &flags.admin,
         advertise: None,
         flags: &flags,
     })
@@ -89,14 +90,7 @@ async fn main() -> Result<()> {
     metrics.registry.register(Box::new(version_info.clone()))?;
     metrics.registry.register(Box::new(watched.clone()))?;
 
-    let (admin_listener, admin_addr) = admin::bind_admin(flags.admin_address).await?;
-    tracing::info!(address = %admin_addr, "admin server listening");
-    let admin = tokio::spawn(admin::serve_admin_on(
-        admin_listener,
-        metrics.clone(),
-        readiness.clone(),
-        shutdown.clone(),
-    ));
+    let admin = admin.spawn().await?;
 
     // A follower is ready (it serves its metrics) and waits; only the leader switches.
     if leadership.acquired(&shutdown).await {

@@ -21,10 +21,10 @@ use olm_runtime::{ReadinessHandle, error_chain};
 use sha2::{Digest as _, Sha256};
 use tokio_util::sync::CancellationToken;
 
-use crate::status::SERVING;
-use crate::store::Store;
 use crate::source::http::hex;
+use crate::status::SERVING;
 use crate::store::Rendered;
+use crate::store::Store;
 use crate::unpack::parse_and_validate;
 
 /// A Catalog as a follower sees it: its identity and the hash the leader serves for it.
@@ -93,7 +93,11 @@ pub fn plan(wanted: &[Wanted], held: &[Held]) -> Vec<Step> {
         held.iter()
             .filter(|h| existing.get(h.name.as_str()).copied() != h.owner.as_deref())
             // A copy replaces content of an earlier Catalog of the same name anyway.
-            .filter(|h| !steps.iter().any(|s| matches!(s, Step::Copy { name, .. } if *name == h.name)))
+            .filter(|h| {
+                !steps
+                    .iter()
+                    .any(|s| matches!(s, Step::Copy { name, .. } if *name == h.name))
+            })
             .map(|h| Step::Remove(h.name.clone()))
             .collect::<Vec<_>>(),
     );
@@ -138,7 +142,10 @@ impl Follower {
         let (reader, writer) = reflector::store::<Catalog>();
         let events = reflector::reflector(
             writer,
-            watcher(Api::<Catalog>::all(self.client.clone()), watcher::Config::default()),
+            watcher(
+                Api::<Catalog>::all(self.client.clone()),
+                watcher::Config::default(),
+            ),
         )
         .default_backoff();
         let mut events = std::pin::pin!(events);
@@ -201,9 +208,11 @@ impl Follower {
                 Step::Copy { name, uid, hash } => self.copy(name, uid, hash).await,
                 Step::Remove(name) => {
                     let (store, name) = (self.store.clone(), name.clone());
-                    tokio::task::spawn_blocking(move || store.delete(&name).map_err(|e| e.to_string()))
-                        .await
-                        .unwrap_or_else(|e| Err(e.to_string()))
+                    tokio::task::spawn_blocking(move || {
+                        store.delete(&name).map_err(|e| e.to_string())
+                    })
+                    .await
+                    .unwrap_or_else(|e| Err(e.to_string()))
                 }
             };
             match result {

@@ -12,6 +12,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use catalogd::collect::{self, CollectArgs};
 use catalogd::context::Parts;
+use catalogd::follow::Follower;
 use catalogd::source::custom::pod::PodOptions;
 use catalogd::source::custom::runs::Runs;
 use catalogd::source::custom::{CustomMetrics, CustomOptions, CustomSource, upload};
@@ -23,9 +24,9 @@ use catalogd::{controller, metrics::CatalogdMetrics, server, store::Store};
 use clap::Parser;
 use kube::api::{Api, ListParams};
 use olm_api::catalog::Catalog;
-use catalogd::follow::Follower;
+use olm_runtime::admin::AdminArgs;
 use olm_runtime::leader::{LeaderElectionArgs, Role};
-use olm_runtime::{Metrics, Readiness, StartOptions, admin, events::EventPublisher, telemetry};
+use olm_runtime::{Metrics, Readiness, StartOptions, events::EventPublisher, telemetry};
 use tokio_util::sync::CancellationToken;
 
 /// catalogd: unpacks, validates and serves the content of Catalog objects.
@@ -42,9 +43,6 @@ struct Flags {
     /// Address of the catalog content server.
     #[arg(long, default_value = "0.0.0.0:8083")]
     content_address: SocketAddr,
-    /// Address of the metrics and health endpoints.
-    #[arg(long, default_value = "0.0.0.0:8080")]
-    admin_address: SocketAddr,
     /// Base URL clients use to reach the content server; contentURL is
     /// `<this>/catalogs/<name>/all.json`.
     #[arg(
@@ -128,6 +126,8 @@ struct Flags {
     peer_address: Option<String>,
     #[command(flatten)]
     leader_election: LeaderElectionArgs,
+    #[command(flatten)]
+    admin: AdminArgs,
 }
 
 fn main() -> Result<()> {
@@ -150,10 +150,12 @@ async fn manager(flags: Flags) -> Result<()> {
         metrics,
         readiness,
         leadership,
+        admin,
     } = olm_runtime::start(StartOptions {
         name: "catalogd",
         log_format: flags.log_format,
         election: &flags.leader_election,
+        admin: &flags.admin,
         advertise: flags.peer_address.clone(),
         flags: &flags,
     })
@@ -180,14 +182,7 @@ async fn manager(flags: Flags) -> Result<()> {
     let content = tokio::spawn(server::serve(listener, router, shutdown.clone()));
     content_ready.set_ready(true);
 
-    let (admin_listener, admin_addr) = admin::bind_admin(flags.admin_address).await?;
-    tracing::info!(address = %admin_addr, "admin server listening");
-    let admin = tokio::spawn(admin::serve_admin_on(
-        admin_listener,
-        metrics.clone(),
-        readiness.clone(),
-        shutdown.clone(),
-    ));
+    let admin = admin.spawn().await?;
 
     // Every replica serves content; until it leads, a replica copies the leader's.
     if leadership.role() == Role::Following {
@@ -216,7 +211,14 @@ async fn manager(flags: Flags) -> Result<()> {
     content_synced.set_ready(true);
     if leadership.acquired(&shutdown).await {
         leadership
-            .lead(lead(&flags, client, store, metrics, &readiness, shutdown.clone()))
+            .lead(lead(
+                &flags,
+                client,
+                store,
+                metrics,
+                &readiness,
+                shutdown.clone(),
+            ))
             .await??;
     }
     shutdown.cancel();

@@ -4,15 +4,15 @@
 //! server (metrics, probes) and the Operator controller until SIGTERM. `explain` runs the same
 //! resolution once against the cluster and prints it.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand, ValueEnum};
+use olm_runtime::admin::AdminArgs;
 use olm_runtime::leader::LeaderElectionArgs;
-use olm_runtime::{StartOptions, admin, events::EventPublisher, telemetry};
+use olm_runtime::{StartOptions, events::EventPublisher, telemetry};
 use operator_controller::content::{ContentClient, ContentOptions};
 use operator_controller::controller::{self, Settings};
 use operator_controller::explain;
@@ -26,9 +26,6 @@ use operator_controller::resolution::Resolver;
 struct Flags {
     #[command(subcommand)]
     command: Option<Command>,
-    /// Address of the metrics and health endpoints.
-    #[arg(long, default_value = "0.0.0.0:8080", global = true)]
-    admin_address: SocketAddr,
     /// PEM file of CA certificates trusted for https content URLs (besides the system's).
     #[arg(long, env = "CATALOGD_CA_FILE", global = true)]
     catalogd_ca_file: Option<PathBuf>,
@@ -61,6 +58,8 @@ struct Flags {
     log_format: telemetry::LogFormat,
     #[command(flatten)]
     leader_election: LeaderElectionArgs,
+    #[command(flatten)]
+    admin: AdminArgs,
 }
 
 #[derive(Subcommand, Debug)]
@@ -128,10 +127,12 @@ async fn main() -> Result<()> {
         metrics,
         readiness,
         leadership,
+        admin,
     } = olm_runtime::start(StartOptions {
         name: "operator-controller",
         log_format: flags.log_format,
         election: &flags.leader_election,
+        admin: &flags.admin,
         advertise: None,
         flags: &flags,
     })
@@ -139,14 +140,7 @@ async fn main() -> Result<()> {
     .context("starting")?;
     let own = AllMetrics::new(&metrics.registry)?;
 
-    let (admin_listener, admin_addr) = admin::bind_admin(flags.admin_address).await?;
-    tracing::info!(address = %admin_addr, "admin server listening");
-    let admin = tokio::spawn(admin::serve_admin_on(
-        admin_listener,
-        metrics.clone(),
-        readiness.clone(),
-        shutdown.clone(),
-    ));
+    let admin = admin.spawn().await?;
 
     let settings = Settings {
         concurrency: flags.concurrency.max(1),

@@ -9,7 +9,7 @@
 //!    that every controller and server stops on;
 //! 3. [`client::client`] — installs the rustls `ring` provider, then builds the kube client;
 //! 4. [`metrics::Metrics::new`] and [`admin::Readiness`] — shared by the controllers;
-//! 5. [`admin::serve_admin`] — `/metrics`, `/healthz`, `/readyz` on their own port;
+//! 5. [`admin::AdminServer::spawn`] — `/metrics`, `/healthz`, `/readyz` on their own port;
 //! 6. the controllers, each timing reconciles with [`metrics::Metrics::reconcile_timer`] and
 //!    reporting through [`events::EventPublisher`].
 
@@ -20,6 +20,7 @@ pub mod leader;
 pub mod metrics;
 pub mod shutdown;
 pub mod telemetry;
+pub mod tls;
 
 pub use admin::{Readiness, ReadinessHandle, bind_admin, router, serve_admin, serve_admin_on};
 pub use client::{client, install_crypto_provider};
@@ -46,6 +47,9 @@ pub struct Started {
     pub readiness: Readiness,
     /// This replica's part in leader election (leading from the start when it is off).
     pub leadership: leader::Leadership,
+    /// The admin server (`/metrics`, `/healthz`, `/readyz`), to spawn once the readiness
+    /// checks are registered.
+    pub admin: admin::AdminServer,
 }
 
 /// How [`start`] starts a manager.
@@ -56,6 +60,8 @@ pub struct StartOptions<'a> {
     pub log_format: LogFormat,
     /// The leader election flags.
     pub election: &'a leader::LeaderElectionArgs,
+    /// The admin server's flags.
+    pub admin: &'a admin::AdminArgs,
     /// An address the leader advertises on the Lease for followers.
     pub advertise: Option<String>,
     /// Every flag, logged at start.
@@ -69,6 +75,7 @@ pub async fn start(options: StartOptions<'_>) -> Result<Started, Error> {
         name,
         log_format,
         election,
+        admin,
         advertise,
         flags,
     } = options;
@@ -87,7 +94,7 @@ pub async fn start(options: StartOptions<'_>) -> Result<Started, Error> {
     let metrics = Arc::new(Metrics::new()?);
     let shutdown = shutdown_on_signals();
     let leadership = leader::Leadership::elect(
-        unguarded,
+        unguarded.clone(),
         name,
         election,
         identity,
@@ -95,11 +102,19 @@ pub async fn start(options: StartOptions<'_>) -> Result<Started, Error> {
         &metrics.registry,
     )
     .await?;
+    let readiness = Readiness::new();
     Ok(Started {
         client: client::guarded(config, &leadership.guard())?,
+        admin: admin::AdminServer {
+            args: admin.clone(),
+            metrics: metrics.clone(),
+            readiness: readiness.clone(),
+            shutdown: shutdown.clone(),
+            reviews: unguarded,
+        },
         shutdown,
         metrics,
-        readiness: Readiness::new(),
+        readiness,
         leadership,
     })
 }
@@ -160,6 +175,10 @@ pub enum Error {
     /// The leader election's Lease could not be read or created.
     #[error("could not join leader election")]
     LeaderElection(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
+
+    /// The HTTPS certificate could not be loaded or made.
+    #[error("HTTPS setup failed")]
+    Tls(#[source] tls::TlsError),
 
     /// SIGTERM or SIGINT handlers could not be installed.
     #[error("could not listen for SIGTERM/SIGINT")]

@@ -164,7 +164,13 @@ mod tests {
     #[test]
     fn an_open_guard_lets_everything_through() {
         let guard = WriteGuard::open();
-        for method in [Method::GET, Method::POST, Method::PATCH, Method::PUT, Method::DELETE] {
+        for method in [
+            Method::GET,
+            Method::POST,
+            Method::PATCH,
+            Method::PUT,
+            Method::DELETE,
+        ] {
             assert!(guard.check(request(method)).is_ok());
         }
     }
@@ -177,7 +183,11 @@ mod tests {
         let error = guard
             .check(request(Method::PATCH))
             .expect_err("no deadline yet: refused");
-        assert!(error.to_string().contains("PATCH /apis/example/v1/things/x/status"));
+        assert!(
+            error
+                .to_string()
+                .contains("PATCH /apis/example/v1/things/x/status")
+        );
         assert_eq!(refused.get(), 1);
 
         guard.set_deadline(Some(Instant::now() + Duration::from_secs(60)));

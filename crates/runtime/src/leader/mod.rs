@@ -152,12 +152,7 @@ impl Leadership {
         let (lease_tx, lease) = watch::channel(None);
         let stop = CancellationToken::new();
         let api = Api::<Lease>::namespaced(client, &namespace);
-        let observer = tokio::spawn(observe(
-            api.clone(),
-            name.clone(),
-            lease_tx,
-            stop.clone(),
-        ));
+        let observer = tokio::spawn(observe(api.clone(), name.clone(), lease_tx, stop.clone()));
         let election_stop = stop.clone();
         let election = Election {
             api,
@@ -381,7 +376,8 @@ impl Election {
             SystemTime::now(),
             self.margin,
         );
-        self.guard.set_deadline(window.map(|left| Instant::now() + left));
+        self.guard
+            .set_deadline(window.map(|left| Instant::now() + left));
     }
 
     async fn lead(&mut self) {

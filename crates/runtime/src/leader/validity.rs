@@ -68,9 +68,18 @@ mod tests {
         );
         // At and past renewTime + duration − margin: nothing, although the lease itself has
         // not run out yet (a paused leader resuming here must not write).
-        assert_eq!(write_window(Some(&lease), "a", at(renewed, 13), MARGIN), None);
-        assert_eq!(write_window(Some(&lease), "a", at(renewed, 14), MARGIN), None);
-        assert_eq!(write_window(Some(&lease), "a", at(renewed, 600), MARGIN), None);
+        assert_eq!(
+            write_window(Some(&lease), "a", at(renewed, 13), MARGIN),
+            None
+        );
+        assert_eq!(
+            write_window(Some(&lease), "a", at(renewed, 14), MARGIN),
+            None
+        );
+        assert_eq!(
+            write_window(Some(&lease), "a", at(renewed, 600), MARGIN),
+            None
+        );
     }
 
     #[test]
@@ -78,7 +87,12 @@ mod tests {
         let renewed = SystemTime::now();
         let now = renewed;
         assert_eq!(
-            write_window(Some(&spec(Some("b"), Some(renewed), Some(15))), "a", now, MARGIN),
+            write_window(
+                Some(&spec(Some("b"), Some(renewed), Some(15))),
+                "a",
+                now,
+                MARGIN
+            ),
             None
         );
         assert_eq!(
@@ -90,11 +104,21 @@ mod tests {
             None
         );
         assert_eq!(
-            write_window(Some(&spec(Some("a"), Some(renewed), None)), "a", now, MARGIN),
+            write_window(
+                Some(&spec(Some("a"), Some(renewed), None)),
+                "a",
+                now,
+                MARGIN
+            ),
             None
         );
         assert_eq!(
-            write_window(Some(&spec(Some("a"), Some(renewed), Some(-5))), "a", now, MARGIN),
+            write_window(
+                Some(&spec(Some("a"), Some(renewed), Some(-5))),
+                "a",
+                now,
+                MARGIN
+            ),
             None
         );
         assert_eq!(write_window(None, "a", now, MARGIN), None);

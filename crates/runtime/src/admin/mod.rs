@@ -10,15 +10,25 @@
 //!
 //! The server stops accepting connections when the shutdown token is cancelled and returns
 //! once in-flight requests finish.
+//!
+//! With `--metrics-secure` ([`AdminArgs`]) it serves HTTPS ([`crate::tls`]) and `/metrics`
+//! answers only bearer tokens allowed to `get` it ([`auth`]); the probes stay open, as the
+//! kubelet sends no token.
+
+pub mod auth;
+
+pub use auth::MetricsAuth;
 
 use crate::{Error, error_chain, metrics::Metrics};
 use axum::{
     Router,
-    extract::State,
+    extract::{Request, State},
     http::{StatusCode, header},
+    middleware::{Next, from_fn_with_state},
     response::{IntoResponse, Response},
     routing::get,
 };
+use std::path::PathBuf;
 use std::{
     net::SocketAddr,
     sync::{
@@ -110,11 +120,31 @@ struct AdminState {
 /// The admin routes, for callers that serve them themselves. Other paths are 404, other
 /// methods 405.
 pub fn router(metrics: Arc<Metrics>, readiness: Readiness) -> Router {
+    router_with(metrics, readiness, None)
+}
+
+/// The admin routes, `/metrics` checked by `auth` when given.
+pub fn router_with(
+    metrics: Arc<Metrics>,
+    readiness: Readiness,
+    auth: Option<MetricsAuth>,
+) -> Router {
+    let mut metrics_route = get(metrics_handler);
+    if let Some(auth) = auth {
+        metrics_route = metrics_route.layer(from_fn_with_state(auth, require_token));
+    }
     Router::new()
-        .route("/metrics", get(metrics_handler))
+        .route("/metrics", metrics_route)
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .with_state(AdminState { metrics, readiness })
+}
+
+async fn require_token(State(auth): State<MetricsAuth>, request: Request, next: Next) -> Response {
+    match auth.check(request.headers()).await {
+        Ok(()) => next.run(request).await,
+        Err(refused) => refused,
+    }
 }
 
 async fn metrics_handler(State(state): State<AdminState>) -> Response {
@@ -198,6 +228,104 @@ pub async fn serve_admin_on(
         .map_err(Error::Serve)?;
     tracing::info!(?addr, "admin server stopped");
     Ok(())
+}
+
+/// Serves `router` on `listener`, over HTTPS with `tls`, until `shutdown` is cancelled, then
+/// waits for in-flight requests.
+///
+/// # Errors
+///
+/// [`Error::Serve`] if serving fails.
+pub async fn serve_router(
+    listener: TcpListener,
+    router: Router,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    shutdown: CancellationToken,
+) -> Result<(), Error> {
+    match tls {
+        None => axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown.cancelled_owned())
+            .await
+            .map_err(Error::Serve),
+        Some(config) => {
+            let listener =
+                tls_listener::TlsListener::new(tokio_rustls::TlsAcceptor::from(config), listener);
+            axum::serve(listener, router)
+                .with_graceful_shutdown(shutdown.cancelled_owned())
+                .await
+                .map_err(Error::Serve)
+        }
+    }
+}
+
+/// The admin server's flags (`#[command(flatten)]`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct AdminArgs {
+    /// Address of the metrics and health endpoints.
+    #[arg(long, default_value = "0.0.0.0:8080")]
+    pub admin_address: SocketAddr,
+    /// Serve the metrics and health endpoints over HTTPS, and /metrics only to bearer tokens
+    /// the API server authenticates (TokenReview) for a user allowed to get the non-resource
+    /// URL /metrics (SubjectAccessReview). Without --metrics-tls-cert-file, a self-signed
+    /// certificate is made at start.
+    #[arg(long, default_value_t = false)]
+    pub metrics_secure: bool,
+    /// PEM certificate (chain) of the HTTPS admin server; reloaded when it changes.
+    #[arg(long, requires = "metrics_tls_key_file")]
+    pub metrics_tls_cert_file: Option<PathBuf>,
+    /// PEM private key of --metrics-tls-cert-file.
+    #[arg(long, requires = "metrics_tls_cert_file")]
+    pub metrics_tls_key_file: Option<PathBuf>,
+}
+
+/// The admin server of a manager, ready to be started once its readiness checks are
+/// registered (so `/readyz` never says ready too early).
+pub struct AdminServer {
+    pub(crate) args: AdminArgs,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) readiness: Readiness,
+    pub(crate) shutdown: CancellationToken,
+    /// Without the write guard: the token reviews are creates, and followers answer scrapes.
+    pub(crate) reviews: kube::Client,
+}
+
+impl AdminServer {
+    /// Binds the address and serves until shutdown, in a task of its own.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Bind`] when the address cannot be bound, [`Error::Tls`] when the certificate
+    /// cannot be loaded.
+    pub async fn spawn(self) -> Result<tokio::task::JoinHandle<Result<(), Error>>, Error> {
+        let args = self.args;
+        let (listener, addr) = bind_admin(args.admin_address).await?;
+        let tls_files = args
+            .metrics_tls_cert_file
+            .as_deref()
+            .zip(args.metrics_tls_key_file.as_deref());
+        let tls = if args.metrics_secure || tls_files.is_some() {
+            if args.metrics_secure && tls_files.is_none() {
+                tracing::warn!("--metrics-secure without a certificate: serving a self-signed one");
+            }
+            Some(crate::tls::server_config(tls_files, &["localhost"]).map_err(Error::Tls)?)
+        } else {
+            None
+        };
+        let auth = args.metrics_secure.then(|| MetricsAuth::new(self.reviews));
+        tracing::info!(
+            %addr,
+            https = tls.is_some(),
+            metrics_auth = auth.is_some(),
+            "admin server listening"
+        );
+        let router = router_with(self.metrics, self.readiness, auth);
+        Ok(tokio::spawn(serve_router(
+            listener,
+            router,
+            tls,
+            self.shutdown,
+        )))
+    }
 }
 
 #[cfg(test)]

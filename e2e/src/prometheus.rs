@@ -1,0 +1,179 @@
+//! A real Prometheus (Debian's `prometheus`), started on loopback with a generated scrape
+//! configuration, stopped when the test process exits; and its query API.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::manager::{Manager, free_port, run_base, spawn};
+use crate::{Error, Result};
+
+/// One scrape job: a manager's admin server over HTTPS, with a bearer token.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// The job's name (the `job` label).
+    pub name: String,
+    /// `host:port` of the admin server.
+    pub target: String,
+}
+
+/// A running Prometheus.
+#[derive(Debug)]
+pub struct Prometheus {
+    /// Its base URL.
+    pub url: String,
+    /// The process.
+    pub manager: Manager,
+}
+
+/// The scrape configuration: every `jobs` entry scraped each second over HTTPS, trusting
+/// `ca_file` and sending the token in `token_file`.
+pub fn config(jobs: &[Job], ca_file: &Path, token_file: &Path) -> String {
+    let mut text = String::from(
+        "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\nscrape_configs:\n",
+    );
+    for job in jobs {
+        text.push_str(&format!(
+            "- job_name: {name}\n  scheme: https\n  tls_config:\n    ca_file: {ca}\n  authorization:\n    credentials_file: {token}\n  static_configs:\n  - targets: ['{target}']\n",
+            name = job.name,
+            ca = ca_file.display(),
+            token = token_file.display(),
+            target = job.target,
+        ));
+    }
+    text
+}
+
+/// Starts Prometheus, named `name` in logs, scraping `jobs`; waits until it is ready.
+pub fn start(name: &str, jobs: &[Job], ca_file: &Path, token: &str) -> Result<Prometheus> {
+    let base = run_base()?;
+    let dir = base.join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    let write = |path: PathBuf, text: &str| -> Result<PathBuf> {
+        std::fs::write(&path, text).map_err(|source| Error::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Ok(path)
+    };
+    std::fs::create_dir_all(dir.join("data")).map_err(|source| Error::Io {
+        path: dir.display().to_string(),
+        source,
+    })?;
+    crate::process::remove_on_exit(&dir)?;
+    let token_file = write(dir.join("token"), token)?;
+    let config_file = write(
+        dir.join("prometheus.yml"),
+        &config(jobs, ca_file, &token_file),
+    )?;
+    let port = free_port()?;
+    let args = vec![
+        format!("--config.file={}", config_file.display()),
+        format!("--storage.tsdb.path={}", dir.join("data").display()),
+        format!("--web.listen-address=127.0.0.1:{port}"),
+        "--log.level=warn".to_owned(),
+    ];
+    let log = base.join("logs").join(format!("{name}.log"));
+    let binary = which("prometheus")?;
+    // No kubeconfig is needed; the manager helper only sets it in the environment.
+    let manager = spawn(&binary, &args, Path::new("/dev/null"), &log, &dir)?;
+    let url = format!("http://127.0.0.1:{port}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let ready = std::process::Command::new("curl")
+            .args(["-sf", "-o", "/dev/null", &format!("{url}/-/ready")])
+            .status()
+            .is_ok_and(|s| s.success());
+        if ready {
+            return Ok(Prometheus { url, manager });
+        }
+        if !manager.is_running() || Instant::now() > deadline {
+            return Err(Error::Cluster(format!(
+                "Prometheus did not become ready; see {}",
+                log.display()
+            )));
+        }
+        // Polling a readiness endpoint, bounded by the deadline above.
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+impl Prometheus {
+    /// The result vector of the instant query `query`.
+    pub async fn query(&self, query: &str) -> Result<Vec<serde_json::Value>> {
+        let response: serde_json::Value = reqwest::Client::new()
+            .get(format!("{}/api/v1/query", self.url))
+            .query(&[("query", query)])
+            .send()
+            .await
+            .map_err(|e| Error::Cluster(format!("querying {query}: {e}")))?
+            .json()
+            .await
+            .map_err(|e| Error::Cluster(format!("querying {query}: {e}")))?;
+        Ok(response["data"]["result"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default())
+    }
+
+    /// Waits (at most `deadline`) until `query` returns a series for which `done` holds.
+    pub async fn wait(
+        &self,
+        query: &str,
+        deadline: Duration,
+        done: impl Fn(&[serde_json::Value]) -> bool,
+    ) -> Result<Vec<serde_json::Value>> {
+        let until = Instant::now() + deadline;
+        loop {
+            let result = self.query(query).await?;
+            if done(&result) {
+                return Ok(result);
+            }
+            if Instant::now() > until {
+                return Err(Error::Timeout {
+                    what: format!("Prometheus: {query}"),
+                    seconds: deadline.as_secs(),
+                    last_state: serde_json::Value::Array(result).to_string(),
+                });
+            }
+            // Polling the query API, bounded by the deadline above.
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+}
+
+/// The value of one series of a query result.
+pub fn value(series: &serde_json::Value) -> Option<f64> {
+    series["value"][1].as_str()?.parse().ok()
+}
+
+fn which(program: &str) -> Result<PathBuf> {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|dir| dir.join(program))
+        .find(|path| path.is_file())
+        .ok_or_else(|| {
+            Error::Cluster(format!(
+                "{program} is not installed (hack/prereqs.sh installs Debian's prometheus)"
+            ))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_job_is_scraped_over_https_with_the_token() {
+        let config = super::config(
+            &[super::Job {
+                name: "catalogd".into(),
+                target: "127.0.0.1:8443".into(),
+            }],
+            std::path::Path::new("/ca.crt"),
+            std::path::Path::new("/token"),
+        );
+        assert!(config.contains("- job_name: catalogd\n  scheme: https\n"));
+        assert!(config.contains("ca_file: /ca.crt"));
+        assert!(config.contains("credentials_file: /token"));
+        assert!(config.contains("targets: ['127.0.0.1:8443']"));
+    }
+}
