@@ -337,7 +337,16 @@ pub fn start_catalogd_with(name: &str, extra_args: &[String]) -> Result<Catalogd
     let (content_port, admin_port) = free_ports()?;
     let upload_port = free_port()?;
     let storage = dir.join("storage");
-    let content_url = format!("http://127.0.0.1:{content_port}");
+    // HTTPS when the test gives the content server a certificate.
+    let content_scheme = if extra_args
+        .iter()
+        .any(|a| a.starts_with("--content-tls-cert-file"))
+    {
+        "https"
+    } else {
+        "http"
+    };
+    let content_url = format!("{content_scheme}://127.0.0.1:{content_port}");
     let mut args = vec![
         format!("--storage-dir={}", storage.display()),
         format!("--content-address=127.0.0.1:{content_port}"),

@@ -41,11 +41,17 @@ impl Ca {
 
     /// A certificate for 127.0.0.1, written to `dir` as `server.crt` and `server.key`.
     pub fn issue(&self, dir: &Path) -> Result<Issued> {
+        self.issue_for(dir, "IP:127.0.0.1")
+    }
+
+    /// A certificate for the subject alternative names `sans` (openssl's syntax, e.g.
+    /// `DNS:catalogd.test,IP:127.0.0.1`), written to `dir` as `server.crt` and `server.key`.
+    pub fn issue_for(&self, dir: &Path, sans: &str) -> Result<Issued> {
         mkdir(dir)?;
         let ext = dir.join("server.ext");
         std::fs::write(
             &ext,
-            "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1\n",
+            format!("basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName={sans}\n"),
         )
         .map_err(|source| Error::Io {
             path: ext.display().to_string(),

@@ -45,6 +45,29 @@ fn elect(lease: &str) -> Vec<String> {
     ]
 }
 
+/// Flags serving catalogd's content over HTTPS with a certificate for `sans` from the
+/// harness's CA, trusted by followers copying from the leader.
+fn content_tls(ctx: &TestContext, sans: &str) -> Vec<String> {
+    let ca = olm_e2e::tls::ca().unwrap();
+    let dir = std::env::temp_dir().join(format!("olm-e2e-{}", ctx.name("content-tls")));
+    let issued = ca.issue_for(&dir, sans).unwrap();
+    olm_e2e::process::remove_on_exit(&dir).unwrap();
+    vec![
+        format!("--content-tls-cert-file={}", issued.cert.display()),
+        format!("--content-tls-key-file={}", issued.key.display()),
+        format!("--peer-ca-file={}", ca.cert_file().display()),
+    ]
+}
+
+/// A client trusting the harness's CA.
+fn trusting_client() -> reqwest::Client {
+    let pem = &olm_e2e::tls::ca().unwrap().pem;
+    reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(pem.as_bytes()).unwrap())
+        .build()
+        .unwrap()
+}
+
 /// One replica of a manager.
 struct Replica {
     manager: Manager,
@@ -208,7 +231,11 @@ async fn catalogd_replicas_elect_one_leader_and_followers_serve_its_content() {
     let ctx = TestContext::new("ha-catalogd").await.unwrap();
     let lease = ctx.name("catalogd");
     let (name, cm) = (ctx.name("cat"), ctx.name("cat-cm"));
-    let args = elect(&lease);
+    // Content over HTTPS with a certificate for the Service's name (and loopback, for the
+    // test's own reads): followers reach the leader's address under that name.
+    let mut args = elect(&lease);
+    args.extend(content_tls(&ctx, "DNS:catalogd.olm-e2e.test,IP:127.0.0.1"));
+    args.push("--external-address=https://catalogd.olm-e2e.test:8443".into());
     let start = |replica: &str| -> Replica {
         start_catalogd_with(&format!("{lease}-{replica}"), &args)
             .unwrap()
@@ -244,8 +271,9 @@ async fn catalogd_replicas_elect_one_leader_and_followers_serve_its_content() {
             b.content_url.as_deref().unwrap()
         );
         let deadline = Instant::now() + Duration::from_secs(30);
+        let http = trusting_client();
         loop {
-            let response = reqwest::get(&url).await.unwrap();
+            let response = http.get(&url).send().await.unwrap();
             let etag = response
                 .headers()
                 .get("etag")
@@ -274,7 +302,9 @@ async fn catalogd_replicas_elect_one_leader_and_followers_serve_its_content() {
 async fn operator_controller_replicas_elect_one_leader() {
     let _serial = SERIAL.lock().await;
     let ctx = TestContext::new("ha-operators").await.unwrap();
-    let catalogd = start_catalogd_with(&ctx.name("catalogd"), &[]).unwrap();
+    // Content over HTTPS: the operator-controllers trust the CA they are given.
+    let catalogd =
+        start_catalogd_with(&ctx.name("catalogd"), &content_tls(&ctx, "IP:127.0.0.1")).unwrap();
     let _catalogd = StopOnDrop(catalogd.manager.clone());
     let pkg = "ha-pkg";
     let text = [
@@ -287,7 +317,11 @@ async fn operator_controller_replicas_elect_one_leader() {
         .await
         .unwrap();
     let lease = ctx.name("operators");
-    let args = elect(&lease);
+    let mut args = elect(&lease);
+    args.push(format!(
+        "--catalogd-ca-file={}",
+        olm_e2e::tls::ca().unwrap().cert_file().display()
+    ));
     let start = |replica: &str| -> Replica {
         start_operator_controller_with(&format!("{lease}-{replica}"), &args)
             .unwrap()

@@ -128,8 +128,8 @@ pub struct Follower {
     pub store: Arc<Store>,
     /// Where the leader's address comes from.
     pub leadership: Leadership,
-    /// The client that fetches from the leader.
-    pub http: reqwest::Client,
+    /// How the leader's content server is reached.
+    pub peer: Peer,
     /// The largest content copied, in bytes.
     pub max_bytes: u64,
     /// Ready once the store first held every served hash.
@@ -232,8 +232,8 @@ impl Follower {
             .leadership
             .leader_address()
             .ok_or("no leader has advertised its content address yet")?;
-        let url = format!("{}/catalogs/{name}/all.json", leader.trim_end_matches('/'));
-        let body = self.download(&url).await?;
+        let (http, url) = self.peer.request(&leader, &format!("catalogs/{name}/all.json"))?;
+        let body = self.download(&http, &url).await?;
         let got = hex(&Sha256::digest(&body));
         if got != hash {
             // The leader moved on since the status was read; the next status triggers a copy.
@@ -263,9 +263,8 @@ impl Follower {
         .unwrap_or_else(|e| Err(e.to_string()))
     }
 
-    async fn download(&self, url: &str) -> Result<Vec<u8>, String> {
-        let response = self
-            .http
+    async fn download(&self, http: &reqwest::Client, url: &str) -> Result<Vec<u8>, String> {
+        let response = http
             .get(url)
             .send()
             .await
@@ -282,6 +281,70 @@ impl Follower {
         }
         Ok(body)
     }
+}
+
+/// How a follower reaches the leader's content server.
+#[derive(Debug, Clone, Default)]
+pub struct Peer {
+    /// CAs (PEM) trusted for the leader's HTTPS content server, besides the system's.
+    pub ca_pem: Option<Vec<u8>>,
+    /// The name the content server's certificate is for (the host of `--external-address`).
+    /// Over HTTPS, the leader's advertised address (a Pod IP, which no certificate names) is
+    /// connected to under this name.
+    pub server_name: Option<String>,
+    /// How long one copy may take.
+    pub timeout: Duration,
+}
+
+impl Peer {
+    /// A client and the URL of `path` on the leader advertised as `leader`.
+    pub fn request(&self, leader: &str, path: &str) -> Result<(reqwest::Client, String), String> {
+        let leader = url::Url::parse(leader)
+            .map_err(|e| format!("the leader advertised {leader:?}, not a URL: {e}"))?;
+        let (url, resolve) = target(&leader, self.server_name.as_deref(), path)?;
+        let mut builder = reqwest::Client::builder().timeout(self.timeout);
+        if let Some(pem) = &self.ca_pem {
+            for cert in reqwest::Certificate::from_pem_bundle(pem).map_err(|e| e.to_string())? {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
+        if let Some((name, addr)) = resolve {
+            builder = builder.resolve(&name, addr);
+        }
+        let client = builder.build().map_err(|e| error_chain(&e))?;
+        Ok((client, url.to_string()))
+    }
+}
+
+/// The URL of `path` on `leader`, and, over HTTPS with a `server_name` when the leader is
+/// advertised by IP, the name to connect under and the address it stands for.
+pub fn target(
+    leader: &url::Url,
+    server_name: Option<&str>,
+    path: &str,
+) -> Result<(url::Url, Option<(String, std::net::SocketAddr)>), String> {
+    let base = if leader.path().ends_with('/') {
+        leader.clone()
+    } else {
+        let mut base = leader.clone();
+        base.set_path(&format!("{}/", leader.path()));
+        base
+    };
+    let mut url = base
+        .join(path)
+        .map_err(|e| format!("{leader}{path} is not a URL: {e}"))?;
+    let ip = match leader.host() {
+        Some(url::Host::Ipv4(ip)) => Some(std::net::IpAddr::V4(ip)),
+        Some(url::Host::Ipv6(ip)) => Some(std::net::IpAddr::V6(ip)),
+        _ => None,
+    };
+    let (Some(name), Some(ip), "https") = (server_name, ip, leader.scheme()) else {
+        return Ok((url, None));
+    };
+    let port = leader.port_or_known_default().unwrap_or(443);
+    url.set_host(Some(name))
+        .map_err(|e| format!("{name} is not a host name: {e}"))?;
+    Ok((url, Some((name.to_owned(), std::net::SocketAddr::new(ip, port)))))
 }
 
 /// What the store holds, by catalog name.
@@ -308,7 +371,30 @@ async fn sleep_until(at: Option<Instant>) {
 
 #[cfg(test)]
 mod tests {
-    use super::{Held, Step, Wanted, plan};
+    use super::{Held, Step, Wanted, plan, target};
+
+    #[test]
+    fn an_https_leader_by_ip_is_reached_under_the_certificates_name() {
+        let leader = url::Url::parse("https://10.1.2.3:8083").expect("a URL");
+        let (url, resolve) = target(&leader, Some("catalogd.olm-system.svc"), "catalogs/a/all.json")
+            .expect("a target");
+        assert_eq!(url.as_str(), "https://catalogd.olm-system.svc:8083/catalogs/a/all.json");
+        let (name, addr) = resolve.expect("resolved by hand");
+        assert_eq!(name, "catalogd.olm-system.svc");
+        assert_eq!(addr.to_string(), "10.1.2.3:8083");
+    }
+
+    #[test]
+    fn plain_http_or_a_named_leader_is_reached_as_advertised() {
+        let plain = url::Url::parse("http://10.1.2.3:8083").expect("a URL");
+        let (url, resolve) = target(&plain, Some("catalogd"), "catalogs/a/all.json").expect("a target");
+        assert_eq!(url.as_str(), "http://10.1.2.3:8083/catalogs/a/all.json");
+        assert!(resolve.is_none());
+        let named = url::Url::parse("https://leader.example/base").expect("a URL");
+        let (url, resolve) = target(&named, Some("catalogd"), "catalogs/a/all.json").expect("a target");
+        assert_eq!(url.as_str(), "https://leader.example/base/catalogs/a/all.json");
+        assert!(resolve.is_none());
+    }
 
     fn wanted(name: &str, uid: &str, hash: Option<&str>) -> Wanted {
         Wanted {

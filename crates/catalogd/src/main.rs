@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use catalogd::collect::{self, CollectArgs};
 use catalogd::context::Parts;
-use catalogd::follow::Follower;
+use catalogd::follow::{Follower, Peer};
 use catalogd::source::custom::pod::PodOptions;
 use catalogd::source::custom::runs::Runs;
 use catalogd::source::custom::{CustomMetrics, CustomOptions, CustomSource, upload};
@@ -119,6 +119,17 @@ struct Flags {
     /// Log format: plain or json.
     #[arg(long, default_value = "plain")]
     log_format: telemetry::LogFormat,
+    /// PEM certificate (chain) of the content server: with it, content is served over HTTPS
+    /// (reloaded when the file changes). --external-address should then be https.
+    #[arg(long, requires = "content_tls_key_file")]
+    content_tls_cert_file: Option<PathBuf>,
+    /// PEM private key of --content-tls-cert-file.
+    #[arg(long, requires = "content_tls_cert_file")]
+    content_tls_key_file: Option<PathBuf>,
+    /// PEM CAs trusted when a follower copies content from the leader over HTTPS, besides the
+    /// system's (the CA of --content-tls-cert-file).
+    #[arg(long)]
+    peer_ca_file: Option<PathBuf>,
     /// Base URL at which other replicas reach this replica's content server (in a Pod:
     /// `http://$(POD_IP):8083`). The leader advertises it on the leader Lease; followers copy
     /// served content from it. Needed with --leader-elect and more than one replica.
@@ -179,7 +190,14 @@ async fn manager(flags: Flags) -> Result<()> {
         .await
         .with_context(|| format!("binding the content server to {}", flags.content_address))?;
     tracing::info!(address = %listener.local_addr()?, "content server listening");
-    let content = tokio::spawn(server::serve(listener, router, shutdown.clone()));
+    let content_tls = match (&flags.content_tls_cert_file, &flags.content_tls_key_file) {
+        (Some(cert), Some(key)) => Some(
+            olm_runtime::tls::server_config(Some((cert, key)), &[])
+                .context("loading the content server's certificate")?,
+        ),
+        _ => None,
+    };
+    let content = tokio::spawn(server::serve(listener, router, content_tls, shutdown.clone()));
     content_ready.set_ready(true);
 
     let admin = admin.spawn().await?;
@@ -191,10 +209,18 @@ async fn manager(flags: Flags) -> Result<()> {
             client: client.clone(),
             store: store.clone(),
             leadership: leadership.clone(),
-            http: reqwest::Client::builder()
-                .timeout(Duration::from_secs(flags.http_timeout_seconds))
-                .build()
-                .context("building the HTTP client of the follower")?,
+            peer: Peer {
+                ca_pem: match &flags.peer_ca_file {
+                    Some(path) => Some(
+                        std::fs::read(path).with_context(|| format!("reading {}", path.display()))?,
+                    ),
+                    None => None,
+                },
+                server_name: url::Url::parse(&flags.external_address)
+                    .ok()
+                    .and_then(|u| u.host_str().map(str::to_owned)),
+                timeout: Duration::from_secs(flags.http_timeout_seconds),
+            },
             // Canonical content is about the size of what was fetched; leave room for layout.
             max_bytes: flags.max_content_bytes.saturating_mul(2),
             ready: content_synced.clone(),
@@ -325,6 +351,7 @@ async fn lead(
     let uploads = tokio::spawn(server::serve(
         upload_listener,
         upload::router(runs, flags.max_content_bytes, Some(custom_metrics)),
+        None,
         shutdown.clone(),
     ));
     let parts = Parts {

@@ -98,13 +98,19 @@ pub fn router(store: Arc<Store>, metrics: ServerMetrics) -> Router {
         .layer(from_fn_with_state(metrics, observe_duration))
 }
 
-/// Serves `router` on `listener` until `shutdown` is cancelled, then lets in-flight requests
-/// finish.
+/// Serves `router` on `listener` (over HTTPS with `tls`) until `shutdown` is cancelled, then
+/// lets in-flight requests finish.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
+    tls: Option<Arc<rustls::ServerConfig>>,
     shutdown: CancellationToken,
 ) -> io::Result<()> {
+    if tls.is_some() {
+        return olm_runtime::admin::serve_router(listener, router, tls, shutdown)
+            .await
+            .map_err(io::Error::other);
+    }
     // Small responses (304s, metas hits) should not wait on Nagle's algorithm.
     let listener = listener.tap_io(|tcp| {
         if let Err(error) = tcp.set_nodelay(true) {

@@ -101,6 +101,7 @@ impl Server {
         let task = tokio::spawn(serve(
             listener,
             router(store.clone(), metrics),
+            None,
             shutdown.clone(),
         ));
         let client = reqwest::Client::builder().no_proxy().build().unwrap();
