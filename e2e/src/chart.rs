@@ -179,7 +179,11 @@ pub async fn run_manager(
     };
     let args = local_args(&args, ports, &dir.join("storage"));
     let log = base.join("logs").join(format!("chart-{name}.log"));
-    let admin_url = format!("http://127.0.0.1:{}", ports.admin);
+    let admin_url = format!(
+        "{}://127.0.0.1:{}",
+        manager::admin_scheme(&args),
+        ports.admin
+    );
     let manager = manager::launch(name, &args, &kubeconfig, &log, &dir, &admin_url)?;
     Ok(ChartManager {
         manager,

@@ -460,7 +460,7 @@ pub(crate) fn launch(
 }
 
 /// `https` when `args` make the admin server serve HTTPS, else `http`.
-fn admin_scheme(args: &[String]) -> &'static str {
+pub fn admin_scheme(args: &[String]) -> &'static str {
     let secure = args
         .iter()
         .any(|a| a == "--metrics-secure" || a.starts_with("--metrics-tls-cert-file"));

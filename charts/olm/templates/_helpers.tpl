@@ -37,3 +37,15 @@ runAsNonRoot: true
 capabilities:
   drop: [ALL]
 {{- end -}}
+
+{{/* The Secret holding the certificate (tls.crt, tls.key, ca.crt), or "" without one. */}}
+{{- define "olm.tlsSecret" -}}
+{{- if eq .Values.tls.source "certManager" -}}olm-tls
+{{- else if eq .Values.tls.source "existingSecret" -}}{{ .Values.tls.existingSecret }}
+{{- end -}}
+{{- end -}}
+
+{{/* "https" when the metrics endpoints serve HTTPS, else "http". */}}
+{{- define "olm.metricsScheme" -}}
+{{- if or .Values.metrics.secure (include "olm.tlsSecret" .) -}}https{{- else -}}http{{- end -}}
+{{- end -}}

@@ -52,6 +52,21 @@ fn sample(dir: &Path, file: &str) -> Result<Vec<serde_json::Value>> {
     Ok(apply::parse_documents(&text)?)
 }
 
+/// A token of the ServiceAccount `namespace/name`, as `kubectl create token` makes.
+async fn token(client: &kube::Client, namespace: &str, name: &str) -> Result<String> {
+    use k8s_openapi::api::authentication::v1::TokenRequest;
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    let request = TokenRequest::default();
+    let issued = Api::<ServiceAccount>::namespaced(client.clone(), namespace)
+        .create_token_request(name, &Default::default(), &request)
+        .await
+        .with_context(|| format!("requesting a token for {namespace}/{name}"))?;
+    issued
+        .status
+        .map(|s| s.token)
+        .context("the TokenRequest returned no token")
+}
+
 async fn apply_docs(client: &kube::Client, docs: &[serde_json::Value]) -> Result<()> {
     for doc in docs {
         let obj = apply::apply_document(client, doc, "default").await?;
@@ -215,13 +230,38 @@ async fn main() -> Result<()> {
     println!("{image}");
     println!("(rukpak, which would unpack and install that bundle, is not part of this demo)");
 
-    step(8, "The managers' metrics");
+    step(8, "The managers' metrics, over HTTPS to an authorized token");
+    println!(
+        "/metrics answers only tokens the API server allows to get it (TokenReview and\nSubjectAccessReview): a ServiceAccount bound to the chart's ClusterRole\nolm-metrics-reader, as a Prometheus's would be."
+    );
+    command("kubectl -n olm-system create serviceaccount metrics-reader");
+    command(
+        "kubectl create clusterrolebinding olm-demo-metrics-reader --clusterrole=olm-metrics-reader --serviceaccount=olm-system:metrics-reader",
+    );
+    let reader = [
+        serde_json::json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": "metrics-reader", "namespace": "olm-system"}}),
+        serde_json::json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "olm-demo-metrics-reader"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "olm-metrics-reader"},
+            "subjects": [{"kind": "ServiceAccount", "name": "metrics-reader", "namespace": "olm-system"}]}),
+    ];
+    apply_docs(&client, &reader).await?;
+    command("TOKEN=$(kubectl -n olm-system create token metrics-reader)");
+    let token = token(&client, "olm-system", "metrics-reader").await?;
+    // The managers' certificates are self-signed here (the chart's tls.source is none).
+    let http = reqwest::Client::builder()
+        .tls_danger_accept_invalid_certs(true)
+        .build()?;
     for (name, m) in &managers {
         command(&format!(
-            "curl -s {}/metrics | grep controller_runtime_reconcile_total   # {name}",
+            "curl -sk -H \"Authorization: Bearer $TOKEN\" {}/metrics | grep controller_runtime_reconcile_total   # {name}",
             m.admin_url
         ));
-        let text = reqwest::get(format!("{}/metrics", m.admin_url))
+        let text = http
+            .get(format!("{}/metrics", m.admin_url))
+            .bearer_auth(&token)
+            .send()
             .await?
             .text()
             .await?;
@@ -232,6 +272,17 @@ async fn main() -> Result<()> {
             println!("{line}");
         }
     }
+    let (_, catalogd) = &managers[0];
+    command(&format!(
+        "curl -sk -o /dev/null -w '%{{http_code}}' {}/metrics   # without a token",
+        catalogd.admin_url
+    ));
+    let status = http
+        .get(format!("{}/metrics", catalogd.admin_url))
+        .send()
+        .await?
+        .status();
+    println!("{}", status.as_u16());
 
     step(9, "Delete the Operator and the Catalog: nothing is left");
     command("kubectl delete operator example-operator");
@@ -262,6 +313,10 @@ async fn main() -> Result<()> {
     for (_, m) in &managers {
         m.manager.stop()?;
     }
+    command("kubectl delete clusterrolebinding olm-demo-metrics-reader");
+    Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(client.clone())
+        .delete("olm-demo-metrics-reader", &DeleteParams::background())
+        .await?;
     command("helm uninstall olm");
     print!("{}", chart::uninstall()?);
     Ok(())
