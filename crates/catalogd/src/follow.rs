@@ -232,7 +232,9 @@ impl Follower {
             .leadership
             .leader_address()
             .ok_or("no leader has advertised its content address yet")?;
-        let (http, url) = self.peer.request(&leader, &format!("catalogs/{name}/all.json"))?;
+        let (http, url) = self
+            .peer
+            .request(&leader, &format!("catalogs/{name}/all.json"))?;
         let body = self.download(&http, &url).await?;
         let got = hex(&Sha256::digest(&body));
         if got != hash {
@@ -344,7 +346,10 @@ pub fn target(
     let port = leader.port_or_known_default().unwrap_or(443);
     url.set_host(Some(name))
         .map_err(|e| format!("{name} is not a host name: {e}"))?;
-    Ok((url, Some((name.to_owned(), std::net::SocketAddr::new(ip, port)))))
+    Ok((
+        url,
+        Some((name.to_owned(), std::net::SocketAddr::new(ip, port))),
+    ))
 }
 
 /// What the store holds, by catalog name.
@@ -376,9 +381,16 @@ mod tests {
     #[test]
     fn an_https_leader_by_ip_is_reached_under_the_certificates_name() {
         let leader = url::Url::parse("https://10.1.2.3:8083").expect("a URL");
-        let (url, resolve) = target(&leader, Some("catalogd.olm-system.svc"), "catalogs/a/all.json")
-            .expect("a target");
-        assert_eq!(url.as_str(), "https://catalogd.olm-system.svc:8083/catalogs/a/all.json");
+        let (url, resolve) = target(
+            &leader,
+            Some("catalogd.olm-system.svc"),
+            "catalogs/a/all.json",
+        )
+        .expect("a target");
+        assert_eq!(
+            url.as_str(),
+            "https://catalogd.olm-system.svc:8083/catalogs/a/all.json"
+        );
         let (name, addr) = resolve.expect("resolved by hand");
         assert_eq!(name, "catalogd.olm-system.svc");
         assert_eq!(addr.to_string(), "10.1.2.3:8083");
@@ -387,12 +399,17 @@ mod tests {
     #[test]
     fn plain_http_or_a_named_leader_is_reached_as_advertised() {
         let plain = url::Url::parse("http://10.1.2.3:8083").expect("a URL");
-        let (url, resolve) = target(&plain, Some("catalogd"), "catalogs/a/all.json").expect("a target");
+        let (url, resolve) =
+            target(&plain, Some("catalogd"), "catalogs/a/all.json").expect("a target");
         assert_eq!(url.as_str(), "http://10.1.2.3:8083/catalogs/a/all.json");
         assert!(resolve.is_none());
         let named = url::Url::parse("https://leader.example/base").expect("a URL");
-        let (url, resolve) = target(&named, Some("catalogd"), "catalogs/a/all.json").expect("a target");
-        assert_eq!(url.as_str(), "https://leader.example/base/catalogs/a/all.json");
+        let (url, resolve) =
+            target(&named, Some("catalogd"), "catalogs/a/all.json").expect("a target");
+        assert_eq!(
+            url.as_str(),
+            "https://leader.example/base/catalogs/a/all.json"
+        );
         assert!(resolve.is_none());
     }
 

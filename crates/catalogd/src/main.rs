@@ -197,7 +197,12 @@ async fn manager(flags: Flags) -> Result<()> {
         ),
         _ => None,
     };
-    let content = tokio::spawn(server::serve(listener, router, content_tls, shutdown.clone()));
+    let content = tokio::spawn(server::serve(
+        listener,
+        router,
+        content_tls,
+        shutdown.clone(),
+    ));
     content_ready.set_ready(true);
 
     let admin = admin.spawn().await?;
@@ -212,7 +217,8 @@ async fn manager(flags: Flags) -> Result<()> {
             peer: Peer {
                 ca_pem: match &flags.peer_ca_file {
                     Some(path) => Some(
-                        std::fs::read(path).with_context(|| format!("reading {}", path.display()))?,
+                        std::fs::read(path)
+                            .with_context(|| format!("reading {}", path.display()))?,
                     ),
                     None => None,
                 },

@@ -90,7 +90,10 @@ async fn content_is_served_over_https_and_a_renewed_certificate_without_a_restar
         if now != first {
             break;
         }
-        assert!(Instant::now() < deadline, "the renewed certificate was not served");
+        assert!(
+            Instant::now() < deadline,
+            "the renewed certificate was not served"
+        );
         // Waiting out the reload interval (olm_runtime::tls::RECHECK), bounded above.
         tokio::time::sleep(Duration::from_millis(250)).await;
     }

@@ -230,7 +230,10 @@ async fn main() -> Result<()> {
     println!("{image}");
     println!("(rukpak, which would unpack and install that bundle, is not part of this demo)");
 
-    step(8, "The managers' metrics, over HTTPS to an authorized token");
+    step(
+        8,
+        "The managers' metrics, over HTTPS to an authorized token",
+    );
     println!(
         "/metrics answers only tokens the API server allows to get it (TokenReview and\nSubjectAccessReview): a ServiceAccount bound to the chart's ClusterRole\nolm-metrics-reader, as a Prometheus's would be."
     );
