@@ -180,7 +180,12 @@ fn main() -> Result<(), Box<dyn Error>> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let base = format!("http://{}", listener.local_addr()?);
         let shutdown = CancellationToken::new();
-        let server = tokio::spawn(serve(listener, router(store, metrics), shutdown.clone()));
+        let server = tokio::spawn(serve(
+            listener,
+            router(store, metrics),
+            None,
+            shutdown.clone(),
+        ));
 
         let gzip = HeaderMap::from_iter([(ACCEPT_ENCODING, HeaderValue::from_static("gzip"))]);
         let etag = HeaderValue::from_str(&format!("\"{}\"", stored.hash))?;

@@ -151,8 +151,11 @@ fn read_pair(
     certified(chain, private, provider, key)
 }
 
-/// What identifies a version of a file without reading it.
-fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
+/// What identifies a version of a file without reading it: its mtime and length.
+type Stamp = Option<(SystemTime, u64)>;
+
+/// The [`Stamp`] of `path`.
+fn stamp(path: &Path) -> Stamp {
     let meta = std::fs::metadata(path).ok()?;
     Some((meta.modified().ok()?, meta.len()))
 }
@@ -178,7 +181,7 @@ struct Reloading {
 #[derive(Debug)]
 struct State {
     current: Arc<CertifiedKey>,
-    stamps: (Option<(SystemTime, u64)>, Option<(SystemTime, u64)>),
+    stamps: (Stamp, Stamp),
     checked: Instant,
 }
 

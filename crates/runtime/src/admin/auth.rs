@@ -38,12 +38,15 @@ pub enum Decision {
     Forbidden(String),
 }
 
+/// Decisions by the sha256 of the token, with when they were made.
+type Cache = HashMap<[u8; 32], (Instant, Decision)>;
+
 /// Checks bearer tokens against the API server. Cheap to clone.
 #[derive(Clone)]
 pub struct MetricsAuth {
     client: kube::Client,
     path: &'static str,
-    cache: Arc<Mutex<HashMap<[u8; 32], (Instant, Decision)>>>,
+    cache: Arc<Mutex<Cache>>,
 }
 
 impl MetricsAuth {
@@ -57,30 +60,32 @@ impl MetricsAuth {
         }
     }
 
-    /// `Ok` when the request may read `/metrics`; otherwise the response to send.
-    pub async fn check(&self, headers: &HeaderMap) -> Result<(), Response> {
+    /// `None` when the request may read `/metrics`; otherwise the response to send.
+    pub async fn refusal(&self, headers: &HeaderMap) -> Option<Response> {
         let Some(token) = bearer(headers) else {
-            return Err(respond(&Decision::Unauthenticated(
+            return respond(&Decision::Unauthenticated(
                 "send a bearer token (Authorization: Bearer <token>)".into(),
-            )));
+            ));
         };
         let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         if let Some(decision) = self.cached(&key) {
-            return into_result(&decision);
+            return respond(&decision);
         }
         let decision = match self.review(token).await {
             Ok(decision) => decision,
             Err(error) => {
                 tracing::warn!(error = %crate::error_chain(&error), "could not review a metrics token");
-                return Err((
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "could not check the token with the API server\n",
-                )
-                    .into_response());
+                return Some(
+                    (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "could not check the token with the API server\n",
+                    )
+                        .into_response(),
+                );
             }
         };
         self.remember(key, decision.clone());
-        into_result(&decision)
+        respond(&decision)
     }
 
     fn cached(&self, key: &[u8; 32]) -> Option<Decision> {
@@ -181,24 +186,20 @@ pub fn authorized(status: Option<&SubjectAccessReviewStatus>, user: &str, path: 
     }
 }
 
-fn into_result(decision: &Decision) -> Result<(), Response> {
+/// The response refusing the request, or `None` when it is allowed.
+fn respond(decision: &Decision) -> Option<Response> {
     match decision {
-        Decision::Allowed => Ok(()),
-        refused => Err(respond(refused)),
-    }
-}
-
-fn respond(decision: &Decision) -> Response {
-    match decision {
-        Decision::Allowed => StatusCode::OK.into_response(),
-        Decision::Unauthenticated(why) => (
-            StatusCode::UNAUTHORIZED,
-            [(header::WWW_AUTHENTICATE, "Bearer")],
-            format!("unauthorized: {why}\n"),
-        )
-            .into_response(),
+        Decision::Allowed => None,
+        Decision::Unauthenticated(why) => Some(
+            (
+                StatusCode::UNAUTHORIZED,
+                [(header::WWW_AUTHENTICATE, "Bearer")],
+                format!("unauthorized: {why}\n"),
+            )
+                .into_response(),
+        ),
         Decision::Forbidden(why) => {
-            (StatusCode::FORBIDDEN, format!("forbidden: {why}\n")).into_response()
+            Some((StatusCode::FORBIDDEN, format!("forbidden: {why}\n")).into_response())
         }
     }
 }

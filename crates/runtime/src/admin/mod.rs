@@ -141,9 +141,9 @@ pub fn router_with(
 }
 
 async fn require_token(State(auth): State<MetricsAuth>, request: Request, next: Next) -> Response {
-    match auth.check(request.headers()).await {
-        Ok(()) => next.run(request).await,
-        Err(refused) => refused,
+    match auth.refusal(request.headers()).await {
+        None => next.run(request).await,
+        Some(refused) => refused,
     }
 }
 

@@ -251,10 +251,10 @@ impl Leadership {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        if let Some(task) = task {
-            if tokio::time::timeout(RELEASE_TIMEOUT, task).await.is_err() {
-                tracing::warn!("releasing the leader lease timed out");
-            }
+        if let Some(task) = task
+            && tokio::time::timeout(RELEASE_TIMEOUT, task).await.is_err()
+        {
+            tracing::warn!("releasing the leader lease timed out");
         }
     }
 }
