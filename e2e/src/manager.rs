@@ -156,7 +156,7 @@ pub fn spawn(
         c.env("KUBECONFIG", kubeconfig)
             .env(
                 "RUST_LOG",
-                "info,catalogd=debug,operator_controller=debug,kube=warn",
+                "info,catalogd=debug,operator_controller=debug,kube=warn,kube_runtime=debug,olm_runtime=debug",
             )
             .stdin(Stdio::null())
             .stdout(file)

@@ -171,6 +171,7 @@ type Work<'a> = Box<dyn Fn(u32) -> Pin<Box<dyn Future<Output = ()> + 'a>> + 'a>;
 /// 2. `a` is killed: `b` leads within the lease and does round 1.
 /// 3. `c` starts and `b` is paused: `c` leads and does round 2. `b` resumes after losing its
 ///    lease: it exits, and the API server received no write from it since it was paused.
+/// 4. `d` starts and `c` gets SIGTERM: `c` exits 0 having released the lease; `d` leads.
 async fn hand_over(
     ctx: &TestContext,
     lease: &str,
@@ -223,6 +224,31 @@ async fn hand_over(
         log.matches("refused a write").count()
     );
     assert!(c.manager.is_running());
+
+    // A leader stopped with SIGTERM releases the lease as it exits: the next one need not wait
+    // for it to run out.
+    let d = start("d");
+    let leader = holder(ctx, lease).await;
+    c.manager.signal("TERM").unwrap();
+    let terminated = Instant::now();
+    let status = c.manager.wait_exit(Duration::from_secs(30)).unwrap();
+    eprintln!(
+        "{lease}: the leader exited {:?} after SIGTERM",
+        terminated.elapsed()
+    );
+    assert!(status.success(), "{status}");
+    let after = Api::<Lease>::namespaced(ctx.client.clone(), OLM_NAMESPACE)
+        .get(lease)
+        .await
+        .unwrap()
+        .spec
+        .and_then(|s| s.holder_identity);
+    assert_ne!(
+        after.as_deref(),
+        Some(leader.as_str()),
+        "the lease was not released"
+    );
+    wait_leads(&[&d], lease, HAND_OVER).await;
 }
 
 #[tokio::test]

@@ -20,6 +20,7 @@ use olm_api::catalog::Catalog;
 
 use olm_runtime::admin::AdminArgs;
 use olm_runtime::leader::LeaderElectionArgs;
+use olm_runtime::shutdown::{SERVER_DRAIN, ShutdownArgs, drain};
 use olm_runtime::{Metrics, ReadinessHandle, StartOptions, telemetry};
 use prometheus::{IntCounterVec, IntGaugeVec, Opts};
 use tokio::sync::watch;
@@ -46,6 +47,8 @@ struct Flags {
     leader_election: LeaderElectionArgs,
     #[command(flatten)]
     admin: AdminArgs,
+    #[command(flatten)]
+    shutdown_args: ShutdownArgs,
 }
 
 #[tokio::main]
@@ -100,19 +103,20 @@ async fn main() -> Result<()> {
             watched,
         };
         let catalogs_ready = readiness.register("catalog-watch");
+        let work = switch(
+            &flags,
+            client,
+            metrics,
+            families,
+            catalogs_ready,
+            shutdown.clone(),
+        );
         leadership
-            .lead(switch(
-                &flags,
-                client,
-                metrics,
-                families,
-                catalogs_ready,
-                shutdown.clone(),
-            ))
+            .lead(drain(work, &shutdown, flags.shutdown_args.grace()))
             .await?;
     }
     shutdown.cancel();
-    let _ = admin.await;
+    let _ = tokio::time::timeout(SERVER_DRAIN, admin).await;
     leadership.release().await;
     tracing::info!("catalog-switcher stopped");
     Ok(())

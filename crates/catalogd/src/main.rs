@@ -26,6 +26,7 @@ use kube::api::{Api, ListParams};
 use olm_api::catalog::Catalog;
 use olm_runtime::admin::AdminArgs;
 use olm_runtime::leader::{LeaderElectionArgs, Role};
+use olm_runtime::shutdown::{SERVER_DRAIN, ShutdownArgs, drain};
 use olm_runtime::{Metrics, Readiness, StartOptions, events::EventPublisher, telemetry};
 use tokio_util::sync::CancellationToken;
 
@@ -139,6 +140,8 @@ struct Flags {
     leader_election: LeaderElectionArgs,
     #[command(flatten)]
     admin: AdminArgs,
+    #[command(flatten)]
+    shutdown_args: ShutdownArgs,
 }
 
 fn main() -> Result<()> {
@@ -175,6 +178,16 @@ async fn manager(flags: Flags) -> Result<()> {
     if flags.leader_election.leader_elect && flags.peer_address.is_none() {
         tracing::warn!("--leader-elect without --peer-address: followers cannot copy content");
     }
+    // Checked at start, not when this replica comes to lead: a bad flag fails every replica.
+    let ca_pem = match &flags.registry_ca_file {
+        Some(path) => {
+            let pem = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+            catalogd::source::image::registry::check_ca(&pem)
+                .map_err(|e| anyhow::anyhow!("--registry-ca-file {} {e}", path.display()))?;
+            Some(pem)
+        }
+        None => None,
+    };
     let content_ready = readiness.register("content-server");
     let content_synced = readiness.register("content-sync");
 
@@ -242,20 +255,25 @@ async fn manager(flags: Flags) -> Result<()> {
     // The leader's own reconciles fill its store (and keep what was copied).
     content_synced.set_ready(true);
     if leadership.acquired(&shutdown).await {
-        leadership
-            .lead(lead(
-                &flags,
-                client,
-                store,
-                metrics,
-                &readiness,
-                shutdown.clone(),
-            ))
-            .await??;
+        let work = lead(
+            &flags,
+            client,
+            store,
+            metrics,
+            &readiness,
+            ca_pem,
+            shutdown.clone(),
+        );
+        if let Some(led) = leadership
+            .lead(drain(work, &shutdown, flags.shutdown_args.grace()))
+            .await?
+        {
+            led?;
+        }
     }
     shutdown.cancel();
-    let _ = content.await;
-    let _ = admin.await;
+    let _ = tokio::time::timeout(SERVER_DRAIN, content).await;
+    let _ = tokio::time::timeout(SERVER_DRAIN, admin).await;
     leadership.release().await;
     tracing::info!("catalogd stopped");
     Ok(())
@@ -269,6 +287,7 @@ async fn lead(
     store: Arc<Store>,
     metrics: Arc<Metrics>,
     readiness: &Readiness,
+    ca_pem: Option<Vec<u8>>,
     shutdown: CancellationToken,
 ) -> Result<()> {
     let catalogs_ready = readiness.register("catalog-watch");
@@ -285,15 +304,6 @@ async fn lead(
         flags.max_content_bytes,
         Duration::from_secs(flags.http_timeout_seconds),
     );
-    let ca_pem = match &flags.registry_ca_file {
-        Some(path) => {
-            let pem = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-            catalogd::source::image::registry::check_ca(&pem)
-                .map_err(|e| anyhow::anyhow!("--registry-ca-file {} {e}", path.display()))?;
-            Some(pem)
-        }
-        None => None,
-    };
     let layer_dir = flags
         .layer_cache_dir
         .clone()
@@ -379,7 +389,7 @@ async fn lead(
     metrics.register_controller(controller::CONTROLLER, usize::from(controller::CONCURRENCY));
     controller::run(controller, ctx, metrics, shutdown.clone()).await;
     shutdown.cancel();
-    let _ = uploads.await;
+    let _ = tokio::time::timeout(SERVER_DRAIN, uploads).await;
     Ok(())
 }
 

@@ -12,6 +12,7 @@ use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use olm_runtime::admin::AdminArgs;
 use olm_runtime::leader::LeaderElectionArgs;
+use olm_runtime::shutdown::{SERVER_DRAIN, ShutdownArgs, drain};
 use olm_runtime::{StartOptions, events::EventPublisher, telemetry};
 use operator_controller::content::{ContentClient, ContentOptions};
 use operator_controller::controller::{self, Settings};
@@ -60,6 +61,8 @@ struct Flags {
     leader_election: LeaderElectionArgs,
     #[command(flatten)]
     admin: AdminArgs,
+    #[command(flatten)]
+    shutdown_args: ShutdownArgs,
 }
 
 #[derive(Subcommand, Debug)]
@@ -167,18 +170,19 @@ async fn main() -> Result<()> {
             &settings,
             operators_ready,
         );
+        let work = controller::run(
+            controller,
+            ctx,
+            metrics,
+            settings.concurrency,
+            shutdown.clone(),
+        );
         leadership
-            .lead(controller::run(
-                controller,
-                ctx,
-                metrics,
-                settings.concurrency,
-                shutdown.clone(),
-            ))
+            .lead(drain(work, &shutdown, flags.shutdown_args.grace()))
             .await?;
     }
     shutdown.cancel();
-    let _ = admin.await;
+    let _ = tokio::time::timeout(SERVER_DRAIN, admin).await;
     leadership.release().await;
     tracing::info!("operator-controller stopped");
     Ok(())

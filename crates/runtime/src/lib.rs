@@ -27,7 +27,7 @@ pub use client::{client, install_crypto_provider};
 pub use events::EventPublisher;
 pub use kube::runtime::events::EventType;
 pub use metrics::{Metrics, ReconcileOutcome, ReconcileTimer};
-pub use shutdown::{shutdown_on_signals, try_shutdown_on_signals};
+pub use shutdown::{ShutdownArgs, drain, shutdown_on_signals, try_shutdown_on_signals};
 pub use telemetry::{LogFormat, init_tracing};
 
 use std::net::SocketAddr;
