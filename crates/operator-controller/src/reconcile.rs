@@ -147,6 +147,9 @@ fn now() -> Time {
     Time(k8s_openapi::jiff::Timestamp::now())
 }
 
+/// How long a reconcile waits for the Catalog and BundleDeployment caches' first list.
+const CACHE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Reconciles one Operator.
 pub async fn reconcile(op: Arc<Operator>, ctx: &Context) -> Result<Action, Error> {
     let name = op.name_any();
@@ -159,11 +162,17 @@ pub async fn reconcile(op: Arc<Operator>, ctx: &Context) -> Result<Action, Error
         return Ok(Action::await_change());
     };
     // Deciding from half-filled caches would flap status (no Catalogs yet: "no catalog has
-    // the package") and rewrite BundleDeployments: wait until each has listed once.
-    if ctx.catalogs.wait_until_ready().await.is_err()
-        || ctx.bundle_deployments.wait_until_ready().await.is_err()
-    {
-        return Err(Error::CachesClosed);
+    // the package") and rewrite BundleDeployments: wait until each has listed once. Briefly:
+    // the watches that fill them stop being polled once a shutdown begins, and a reconcile
+    // waiting on them then would hold the shutdown up; it is simply tried again.
+    let ready = async {
+        ctx.catalogs.wait_until_ready().await.is_ok()
+            && ctx.bundle_deployments.wait_until_ready().await.is_ok()
+    };
+    match tokio::time::timeout(CACHE_WAIT, ready).await {
+        Ok(true) => {}
+        Ok(false) => return Err(Error::CachesClosed),
+        Err(_) => return Ok(Action::requeue(CACHE_WAIT)),
     }
     let snapshot = ctx.snapshot();
     let Some(decision) = ctx.resolver.decide(&snapshot, &name).await else {
