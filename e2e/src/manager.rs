@@ -192,26 +192,7 @@ impl Manager {
             .child
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if child
-            .try_wait()
-            .map_err(|e| Error::Cluster(e.to_string()))?
-            .is_some()
-        {
-            return Ok(());
-        }
-        // The PID of a child we have not reaped: it cannot be a stranger.
-        let status = Command::new("kill")
-            .args([format!("-{signal}"), child.id().to_string()])
-            .status()
-            .map_err(|e| Error::Cluster(format!("kill -{signal}: {e}")))?;
-        if status.success() {
-            Ok(())
-        } else {
-            Err(Error::Cluster(format!(
-                "kill -{signal} {} failed",
-                self.pid
-            )))
-        }
+        crate::process::signal(&mut child, signal).map(|_| ())
     }
 
     /// Waits at most `timeout` for the process to exit: its exit status, or `None` while it

@@ -87,22 +87,39 @@ pub fn peak_rss_mib(pid: u32) -> u64 {
 /// behind our back while we may still signal it).
 pub type Kept = Arc<Mutex<Child>>;
 
-/// Stops `child` now: SIGTERM through its handle, then SIGKILL after `grace`.
-pub fn stop(child: &Kept, grace: std::time::Duration) -> Result<()> {
-    let mut child = child
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+/// Sends `signal` (as kill(1) names it: `TERM`, `KILL`, `STOP`, `CONT`) to `child` unless it
+/// has exited; `false` when it had.
+pub fn signal(child: &mut Child, signal: &str) -> Result<bool> {
     if child
         .try_wait()
         .map_err(|e| Error::Cluster(e.to_string()))?
         .is_some()
     {
+        return Ok(false);
+    }
+    // kill(1) on the PID of a child we have not reaped: it cannot be a stranger.
+    let status = Command::new("kill")
+        .args([format!("-{signal}"), child.id().to_string()])
+        .status()
+        .map_err(|e| Error::Cluster(format!("kill -{signal}: {e}")))?;
+    if status.success() {
+        Ok(true)
+    } else {
+        Err(Error::Cluster(format!(
+            "kill -{signal} {} failed",
+            child.id()
+        )))
+    }
+}
+
+/// Stops `child` now: SIGTERM through its handle, then SIGKILL after `grace`.
+pub fn stop(child: &Kept, grace: std::time::Duration) -> Result<()> {
+    let mut child = child
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !signal(&mut child, "TERM").unwrap_or(true) {
         return Ok(());
     }
-    // SIGTERM via kill(1) on the PID of a child we have not reaped: it cannot be a stranger.
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
     let deadline = std::time::Instant::now() + grace;
     while std::time::Instant::now() < deadline {
         if child

@@ -20,7 +20,7 @@ use olm_api::catalog::Catalog;
 
 use olm_runtime::admin::AdminArgs;
 use olm_runtime::leader::LeaderElectionArgs;
-use olm_runtime::shutdown::{SERVER_DRAIN, ShutdownArgs, drain};
+use olm_runtime::shutdown::ShutdownArgs;
 use olm_runtime::{Metrics, ReadinessHandle, StartOptions, telemetry};
 use prometheus::{IntCounterVec, IntGaugeVec, Opts};
 use tokio::sync::watch;
@@ -112,12 +112,10 @@ async fn main() -> Result<()> {
             shutdown.clone(),
         );
         leadership
-            .lead(drain(work, &shutdown, flags.shutdown_args.grace()))
+            .lead_draining(work, &shutdown, flags.shutdown_args.grace())
             .await?;
     }
-    shutdown.cancel();
-    let _ = tokio::time::timeout(SERVER_DRAIN, admin).await;
-    leadership.release().await;
+    leadership.finish(&shutdown, [admin]).await;
     tracing::info!("catalog-switcher stopped");
     Ok(())
 }

@@ -26,7 +26,7 @@ use kube::api::{Api, ListParams};
 use olm_api::catalog::Catalog;
 use olm_runtime::admin::AdminArgs;
 use olm_runtime::leader::{LeaderElectionArgs, Role};
-use olm_runtime::shutdown::{SERVER_DRAIN, ShutdownArgs, drain};
+use olm_runtime::shutdown::{SERVER_DRAIN, ShutdownArgs};
 use olm_runtime::{Metrics, Readiness, StartOptions, events::EventPublisher, telemetry};
 use tokio_util::sync::CancellationToken;
 
@@ -265,7 +265,7 @@ async fn manager(flags: Flags) -> Result<()> {
             shutdown.clone(),
         );
         if let Some(led) = leadership
-            .lead(drain(work, &shutdown, flags.shutdown_args.grace()))
+            .lead_draining(work, &shutdown, flags.shutdown_args.grace())
             .await?
         {
             led?;
@@ -273,8 +273,7 @@ async fn manager(flags: Flags) -> Result<()> {
     }
     shutdown.cancel();
     let _ = tokio::time::timeout(SERVER_DRAIN, content).await;
-    let _ = tokio::time::timeout(SERVER_DRAIN, admin).await;
-    leadership.release().await;
+    leadership.finish(&shutdown, [admin]).await;
     tracing::info!("catalogd stopped");
     Ok(())
 }

@@ -12,7 +12,7 @@ use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use olm_runtime::admin::AdminArgs;
 use olm_runtime::leader::LeaderElectionArgs;
-use olm_runtime::shutdown::{SERVER_DRAIN, ShutdownArgs, drain};
+use olm_runtime::shutdown::ShutdownArgs;
 use olm_runtime::{StartOptions, events::EventPublisher, telemetry};
 use operator_controller::content::{ContentClient, ContentOptions};
 use operator_controller::controller::{self, Settings};
@@ -178,12 +178,10 @@ async fn main() -> Result<()> {
             shutdown.clone(),
         );
         leadership
-            .lead(drain(work, &shutdown, flags.shutdown_args.grace()))
+            .lead_draining(work, &shutdown, flags.shutdown_args.grace())
             .await?;
     }
-    shutdown.cancel();
-    let _ = tokio::time::timeout(SERVER_DRAIN, admin).await;
-    leadership.release().await;
+    leadership.finish(&shutdown, [admin]).await;
     tracing::info!("operator-controller stopped");
     Ok(())
 }

@@ -230,6 +230,36 @@ impl Leadership {
         }
     }
 
+    /// [`Leadership::lead`] with `work` drained as [`crate::shutdown::drain`] does: once
+    /// `shutdown` is cancelled it gets `grace`, then is abandoned (`Ok(None)`).
+    ///
+    /// # Errors
+    ///
+    /// [`Lost`] when leadership was lost before `work` finished.
+    pub async fn lead_draining<F: Future>(
+        &self,
+        work: F,
+        shutdown: &CancellationToken,
+        grace: Duration,
+    ) -> Result<Option<F::Output>, Lost> {
+        self.lead(crate::shutdown::drain(work, shutdown, grace))
+            .await
+    }
+
+    /// A manager's last steps: cancels `shutdown`, gives each of `servers`
+    /// [`crate::shutdown::SERVER_DRAIN`] to finish its requests, then releases the lease.
+    pub async fn finish<T>(
+        &self,
+        shutdown: &CancellationToken,
+        servers: impl IntoIterator<Item = JoinHandle<T>>,
+    ) {
+        shutdown.cancel();
+        for server in servers {
+            let _ = tokio::time::timeout(crate::shutdown::SERVER_DRAIN, server).await;
+        }
+        self.release().await;
+    }
+
     /// The address the current leader advertised, if it did and still holds the lease.
     pub fn leader_address(&self) -> Option<String> {
         advertised(self.inner.lease.borrow().as_ref())
