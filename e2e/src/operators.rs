@@ -50,6 +50,16 @@ pub fn bundle_doc(package: &str, version: &str, tag: &str, extra: &str) -> Strin
     )
 }
 
+/// A catalog of one package `package` with one bundle, 1.0.0, in its channel `stable`.
+pub fn one_bundle_catalog(package: &str) -> String {
+    [
+        package_doc(package, "stable"),
+        channel_doc(package, "stable", &[("1.0.0", None, None)]),
+        bundle_doc(package, "1.0.0", "", ""),
+    ]
+    .concat()
+}
+
 /// The image [`bundle_doc`] gives a bundle.
 pub fn bundle_image(package: &str, version: &str, tag: &str) -> String {
     format!("example.com/{package}:v{version}{tag}")

@@ -20,7 +20,7 @@ use olm_e2e::manager::{
     Catalogd, Manager, OLM_NAMESPACE, Running, StopOnDrop, start_catalog_switcher_with,
     start_catalogd_with, start_operator_controller_with,
 };
-use olm_e2e::operators::{bundle_doc, channel_doc, create_operator, package_doc, wait_resolved};
+use olm_e2e::operators::{create_operator, one_bundle_catalog, wait_resolved};
 use olm_e2e::wait::wait_for;
 use serde_json::json;
 use sha2::Digest as _;
@@ -333,12 +333,7 @@ async fn operator_controller_replicas_elect_one_leader() {
         start_catalogd_with(&ctx.name("catalogd"), &content_tls(&ctx, "IP:127.0.0.1")).unwrap();
     let _catalogd = StopOnDrop(catalogd.manager.clone());
     let pkg = "ha-pkg";
-    let text = [
-        package_doc(pkg, "stable"),
-        channel_doc(pkg, "stable", &[("1.0.0", None, None)]),
-        bundle_doc(pkg, "1.0.0", "", ""),
-    ]
-    .concat();
+    let text = one_bundle_catalog(pkg);
     unpacked_configmap_catalog(&ctx, &ctx.name("c"), &ctx.name("c"), &text)
         .await
         .unwrap();

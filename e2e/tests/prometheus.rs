@@ -15,7 +15,7 @@ use olm_e2e::context::TestContext;
 use olm_e2e::manager::{
     StopOnDrop, start_catalog_switcher_with, start_catalogd_with, start_operator_controller_with,
 };
-use olm_e2e::operators::{bundle_doc, channel_doc, create_operator, package_doc, wait_resolved};
+use olm_e2e::operators::{create_operator, one_bundle_catalog, wait_resolved};
 use olm_e2e::prometheus::{self, Job, value};
 use serde_json::json;
 
@@ -126,13 +126,7 @@ async fn prometheus_scrapes_every_manager_through_secure_metrics() {
 
     // Work for each manager, so its domain metrics count something.
     let pkg = "scraped-pkg";
-    let text = [
-        package_doc(pkg, "stable"),
-        channel_doc(pkg, "stable", &[("1.0.0", None, None)]),
-        bundle_doc(pkg, "1.0.0", "", ""),
-        example_catalog("0.1.0"),
-    ]
-    .concat();
+    let text = one_bundle_catalog(pkg) + &example_catalog("0.1.0");
     unpacked_configmap_catalog(&ctx, &ctx.name("c"), &ctx.name("c"), &text)
         .await
         .unwrap();

@@ -15,8 +15,7 @@ use olm_e2e::catalogs::{
 use olm_e2e::context::TestContext;
 use olm_e2e::manager::{catalogd, operator_controller};
 use olm_e2e::operators::{
-    bundle_doc, bundle_image, channel_doc, cond, create_operator, package_doc, wait_bd_image,
-    wait_resolved,
+    bundle_image, cond, create_operator, one_bundle_catalog, wait_bd_image, wait_resolved,
 };
 use olm_e2e::wait::{wait_for, wait_for_deletion};
 
@@ -103,12 +102,7 @@ async fn operators_wait_out_a_stopped_catalogd_and_a_restart_rewrites_nothing() 
     let cd = catalogd().unwrap().restart(&[]).unwrap();
     let oc = operator_controller().unwrap();
     let pkg = "restart-pkg";
-    let text = [
-        package_doc(pkg, "stable"),
-        channel_doc(pkg, "stable", &[("1.0.0", None, None)]),
-        bundle_doc(pkg, "1.0.0", "", ""),
-    ]
-    .concat();
+    let text = one_bundle_catalog(pkg);
     unpacked_configmap_catalog(&ctx, &ctx.name("c"), &ctx.name("c"), &text)
         .await
         .unwrap();
