@@ -172,6 +172,7 @@ type Work<'a> = Box<dyn Fn(u32) -> Pin<Box<dyn Future<Output = ()> + 'a>> + 'a>;
 /// 3. `c` starts and `b` is paused: `c` leads and does round 2. `b` resumes after losing its
 ///    lease: it exits, and the API server received no write from it since it was paused.
 /// 4. `d` starts and `c` gets SIGTERM: `c` exits 0 having released the lease; `d` leads.
+/// 5. The lease is taken from `d` by hand: `d` exits at once and writes nothing more.
 async fn hand_over(
     ctx: &TestContext,
     lease: &str,
@@ -249,6 +250,36 @@ async fn hand_over(
         "the lease was not released"
     );
     wait_leads(&[&d], lease, HAND_OVER).await;
+
+    // The lease taken from under the leader (as by an admin): it stops and exits at once,
+    // writing nothing more.
+    let identity = holder(ctx, lease).await;
+    let now = k8s_openapi::jiff::Timestamp::now();
+    Api::<Lease>::namespaced(ctx.client.clone(), OLM_NAMESPACE)
+        .patch(
+            lease,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"spec": {
+                "holderIdentity": "intruder",
+                "renewTime": k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(now),
+                "leaseDurationSeconds": 3600,
+            }})),
+        )
+        .await
+        .unwrap();
+    let taken = SystemTime::now() + Duration::from_millis(500);
+    let status = d
+        .manager
+        .wait_exit(Duration::from_secs(10))
+        .expect("a leader whose lease was taken exits");
+    assert!(!status.success(), "{status}");
+    let log = std::fs::read_to_string(&d.manager.log).unwrap();
+    assert!(log.contains("the lease shows another holder"), "{log}");
+    let writes = olm_e2e::audit::writes_by(&identity, taken).unwrap();
+    assert!(
+        writes.is_empty(),
+        "{identity} wrote after its lease was taken: {writes:#?}"
+    );
 }
 
 #[tokio::test]

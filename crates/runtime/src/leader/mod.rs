@@ -374,6 +374,12 @@ impl Election {
                     if changed.is_err() {
                         break;
                     }
+                    if leading && self.held_by_another() {
+                        // Another replica took the lease (ours had run out, or it was
+                        // taken by hand): stop now, not at the lease manager's next renewal.
+                        self.lose("the lease shows another holder");
+                        break;
+                    }
                 }
                 () = sleep_until(deadline), if leading => {
                     self.update_guard();
@@ -396,6 +402,16 @@ impl Election {
         }
         self.guard.revoke();
         self.status.with_label_values(&[self.name.as_str()]).set(0);
+    }
+
+    /// Whether the Lease as last seen names a holder other than this replica.
+    fn held_by_another(&self) -> bool {
+        let lease = self.lease.borrow();
+        let holder = lease
+            .as_ref()
+            .and_then(|l| l.spec.as_ref())
+            .and_then(|s| s.holder_identity.as_deref());
+        holder.is_some_and(|h| h != self.identity)
     }
 
     /// Sets the guard's deadline from the Lease as last seen.
