@@ -436,7 +436,7 @@ pub(crate) fn launch(
     admin_url: &str,
 ) -> Result<Manager> {
     let manager = spawn(&binary(binary_name)?, args, kubeconfig, log, dir)?;
-    wait_ready(admin_url, &manager)?;
+    wait_ready(&format!("{admin_url}/readyz"), &manager)?;
     Ok(manager)
 }
 
@@ -448,14 +448,14 @@ pub fn admin_scheme(args: &[String]) -> &'static str {
     if secure { "https" } else { "http" }
 }
 
-/// Waits (up to 60 s) until the manager's /readyz says ready; fails early if it exits.
-fn wait_ready(admin_url: &str, manager: &Manager) -> Result<()> {
-    let url = format!("{admin_url}/readyz");
+/// Waits (up to 60 s) until `url` (a readiness endpoint of `manager`) answers 2xx; fails early
+/// if the process exits.
+pub fn wait_ready(url: &str, manager: &Manager) -> Result<()> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
         // -k: a probe, like the kubelet's, does not check the admin server's certificate.
         let ok = Command::new("curl")
-            .args(["-sfk", "-o", "/dev/null", &url])
+            .args(["-sfk", "-o", "/dev/null", url])
             .status()
             .is_ok_and(|s| s.success());
         if ok {

@@ -137,6 +137,15 @@ pub fn stop(child: &Kept, grace: std::time::Duration) -> Result<()> {
     Ok(())
 }
 
+/// The first `name` on `PATH`, if any.
+pub fn which(name: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
 /// Removes `path` when this process exits, however it exits: a tethered `sh` waits for its
 /// stdin (held by this process until it ends) to close, then removes the folder.
 pub fn remove_on_exit(path: &std::path::Path) -> Result<()> {

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::manager::{Manager, free_port, run_base, spawn};
+use crate::manager::{Manager, free_port, run_base, spawn, wait_ready};
 use crate::{Error, Result};
 
 /// One scrape job: a manager's admin server over HTTPS, with a bearer token.
@@ -73,28 +73,16 @@ pub fn start(name: &str, jobs: &[Job], ca_file: &Path, token: &str) -> Result<Pr
         "--log.level=warn".to_owned(),
     ];
     let log = base.join("logs").join(format!("{name}.log"));
-    let binary = which("prometheus")?;
+    let binary = crate::process::which("prometheus").ok_or_else(|| {
+        Error::Cluster(
+            "prometheus is not installed (hack/prereqs.sh installs Debian's prometheus)".into(),
+        )
+    })?;
     // No kubeconfig is needed; the manager helper only sets it in the environment.
     let manager = spawn(&binary, &args, Path::new("/dev/null"), &log, &dir)?;
     let url = format!("http://127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let ready = std::process::Command::new("curl")
-            .args(["-sf", "-o", "/dev/null", &format!("{url}/-/ready")])
-            .status()
-            .is_ok_and(|s| s.success());
-        if ready {
-            return Ok(Prometheus { url, manager });
-        }
-        if !manager.is_running() || Instant::now() > deadline {
-            return Err(Error::Cluster(format!(
-                "Prometheus did not become ready; see {}",
-                log.display()
-            )));
-        }
-        // Polling a readiness endpoint, bounded by the deadline above.
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_ready(&format!("{url}/-/ready"), &manager)?;
+    Ok(Prometheus { url, manager })
 }
 
 impl Prometheus {
@@ -144,19 +132,6 @@ impl Prometheus {
 /// The value of one series of a query result.
 pub fn value(series: &serde_json::Value) -> Option<f64> {
     series["value"][1].as_str()?.parse().ok()
-}
-
-fn which(program: &str) -> Result<PathBuf> {
-    std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .map(|dir| dir.join(program))
-        .find(|path| path.is_file())
-        .ok_or_else(|| {
-            Error::Cluster(format!(
-                "{program} is not installed (hack/prereqs.sh installs Debian's prometheus)"
-            ))
-        })
 }
 
 #[cfg(test)]

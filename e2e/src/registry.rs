@@ -57,7 +57,7 @@ impl Registry {
     /// Starts a registry in `dir` (emptied first, removed when this process exits), without a
     /// control plane (benchmarks use this); secured as [`Registry::start`] says.
     pub fn start_in(dir: &Path, credentials: Option<Credentials>) -> Result<Registry> {
-        let binary = which(BINARY).ok_or_else(|| {
+        let binary = crate::process::which(BINARY).ok_or_else(|| {
             Error::Cluster(format!(
                 "{BINARY} is not installed; hack/test.sh installs it (Debian package docker-registry)"
             ))
@@ -175,14 +175,6 @@ impl Registry {
     pub fn stop(&self) -> Result<()> {
         crate::process::stop(&self.child, Duration::from_secs(5))
     }
-}
-
-fn which(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|p| p.join(name))
-            .find(|p| p.is_file())
-    })
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {

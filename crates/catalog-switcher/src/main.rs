@@ -18,10 +18,7 @@ use kube::api::Api;
 use kube::runtime::watcher;
 use olm_api::catalog::Catalog;
 
-use olm_runtime::admin::AdminArgs;
-use olm_runtime::leader::LeaderElectionArgs;
-use olm_runtime::shutdown::ShutdownArgs;
-use olm_runtime::{Metrics, ReadinessHandle, StartOptions, telemetry};
+use olm_runtime::{Metrics, ReadinessHandle, RuntimeArgs, StartOptions, telemetry};
 use prometheus::{IntCounterVec, IntGaugeVec, Opts};
 use tokio::sync::watch;
 
@@ -44,11 +41,7 @@ struct Flags {
     #[arg(long, default_value = "plain")]
     log_format: telemetry::LogFormat,
     #[command(flatten)]
-    leader_election: LeaderElectionArgs,
-    #[command(flatten)]
-    admin: AdminArgs,
-    #[command(flatten)]
-    shutdown_args: ShutdownArgs,
+    runtime: RuntimeArgs,
 }
 
 #[tokio::main]
@@ -64,8 +57,7 @@ async fn main() -> Result<()> {
     } = olm_runtime::start(StartOptions {
         name: "catalog-switcher",
         log_format: flags.log_format,
-        election: &flags.leader_election,
-        admin: &flags.admin,
+        runtime: &flags.runtime,
         advertise: None,
         flags: &flags,
     })
@@ -96,25 +88,26 @@ async fn main() -> Result<()> {
     let admin = admin.spawn().await?;
 
     // A follower is ready (it serves its metrics) and waits; only the leader switches.
-    if leadership.acquired(&shutdown).await {
-        let families = Families {
-            resolutions,
-            version_info,
-            watched,
-        };
+    let families = Families {
+        resolutions,
+        version_info,
+        watched,
+    };
+    let work = async {
         let catalogs_ready = readiness.register("catalog-watch");
-        let work = switch(
+        switch(
             &flags,
             client,
             metrics,
             families,
             catalogs_ready,
             shutdown.clone(),
-        );
-        leadership
-            .lead_draining(work, &shutdown, flags.shutdown_args.grace())
-            .await?;
-    }
+        )
+        .await;
+    };
+    leadership
+        .run(work, &shutdown, flags.runtime.shutdown.grace())
+        .await?;
     leadership.finish(&shutdown, [admin]).await;
     tracing::info!("catalog-switcher stopped");
     Ok(())

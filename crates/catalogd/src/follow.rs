@@ -286,7 +286,7 @@ impl Follower {
 }
 
 /// How a follower reaches the leader's content server.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct Peer {
     /// CAs (PEM) trusted for the leader's HTTPS content server, besides the system's.
     pub ca_pem: Option<Vec<u8>>,
@@ -296,14 +296,26 @@ pub struct Peer {
     pub server_name: Option<String>,
     /// How long one copy may take.
     pub timeout: Duration,
+    /// The client made for the leader last seen, by its address: leaders change rarely.
+    pub client: std::sync::Mutex<Option<(String, reqwest::Client)>>,
 }
 
 impl Peer {
     /// A client and the URL of `path` on the leader advertised as `leader`.
     pub fn request(&self, leader: &str, path: &str) -> Result<(reqwest::Client, String), String> {
+        let address = leader;
         let leader = url::Url::parse(leader)
             .map_err(|e| format!("the leader advertised {leader:?}, not a URL: {e}"))?;
         let (url, resolve) = target(&leader, self.server_name.as_deref(), path)?;
+        let mut cached = self
+            .client
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((for_address, client)) = cached.as_ref()
+            && for_address == address
+        {
+            return Ok((client.clone(), url.to_string()));
+        }
         let mut builder = reqwest::Client::builder().timeout(self.timeout);
         if let Some(pem) = &self.ca_pem {
             for cert in reqwest::Certificate::from_pem_bundle(pem).map_err(|e| e.to_string())? {
@@ -314,6 +326,7 @@ impl Peer {
             builder = builder.resolve(&name, addr);
         }
         let client = builder.build().map_err(|e| error_chain(&e))?;
+        *cached = Some((address.to_owned(), client.clone()));
         Ok((client, url.to_string()))
     }
 }

@@ -24,10 +24,11 @@ use catalogd::{controller, metrics::CatalogdMetrics, server, store::Store};
 use clap::Parser;
 use kube::api::{Api, ListParams};
 use olm_api::catalog::Catalog;
-use olm_runtime::admin::AdminArgs;
-use olm_runtime::leader::{LeaderElectionArgs, Role};
-use olm_runtime::shutdown::{SERVER_DRAIN, ShutdownArgs};
-use olm_runtime::{Metrics, Readiness, StartOptions, events::EventPublisher, telemetry};
+use olm_runtime::leader::Role;
+use olm_runtime::shutdown::SERVER_DRAIN;
+use olm_runtime::{
+    Metrics, Readiness, RuntimeArgs, StartOptions, events::EventPublisher, telemetry,
+};
 use tokio_util::sync::CancellationToken;
 
 /// catalogd: unpacks, validates and serves the content of Catalog objects.
@@ -137,11 +138,7 @@ struct Flags {
     #[arg(long, env = "CATALOGD_PEER_ADDRESS")]
     peer_address: Option<String>,
     #[command(flatten)]
-    leader_election: LeaderElectionArgs,
-    #[command(flatten)]
-    admin: AdminArgs,
-    #[command(flatten)]
-    shutdown_args: ShutdownArgs,
+    runtime: RuntimeArgs,
 }
 
 fn main() -> Result<()> {
@@ -168,14 +165,13 @@ async fn manager(flags: Flags) -> Result<()> {
     } = olm_runtime::start(StartOptions {
         name: "catalogd",
         log_format: flags.log_format,
-        election: &flags.leader_election,
-        admin: &flags.admin,
+        runtime: &flags.runtime,
         advertise: flags.peer_address.clone(),
         flags: &flags,
     })
     .await
     .context("starting")?;
-    if flags.leader_election.leader_elect && flags.peer_address.is_none() {
+    if flags.runtime.leader_election.leader_elect && flags.peer_address.is_none() {
         tracing::warn!("--leader-elect without --peer-address: followers cannot copy content");
     }
     // Checked at start, not when this replica comes to lead: a bad flag fails every replica.
@@ -239,6 +235,7 @@ async fn manager(flags: Flags) -> Result<()> {
                     .ok()
                     .and_then(|u| u.host_str().map(str::to_owned)),
                 timeout: Duration::from_secs(flags.http_timeout_seconds),
+                client: std::sync::Mutex::default(),
             },
             // Canonical content is about the size of what was fetched; leave room for layout.
             max_bytes: flags.max_content_bytes.saturating_mul(2),
@@ -254,22 +251,20 @@ async fn manager(flags: Flags) -> Result<()> {
     }
     // The leader's own reconciles fill its store (and keep what was copied).
     content_synced.set_ready(true);
-    if leadership.acquired(&shutdown).await {
-        let work = lead(
-            &flags,
-            client,
-            store,
-            metrics,
-            &readiness,
-            ca_pem,
-            shutdown.clone(),
-        );
-        if let Some(led) = leadership
-            .lead_draining(work, &shutdown, flags.shutdown_args.grace())
-            .await?
-        {
-            led?;
-        }
+    let work = lead(
+        &flags,
+        client,
+        store,
+        metrics,
+        &readiness,
+        ca_pem,
+        shutdown.clone(),
+    );
+    if let Some(led) = leadership
+        .run(work, &shutdown, flags.runtime.shutdown.grace())
+        .await?
+    {
+        led?;
     }
     shutdown.cancel();
     let _ = tokio::time::timeout(SERVER_DRAIN, content).await;

@@ -10,10 +10,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use olm_runtime::admin::AdminArgs;
-use olm_runtime::leader::LeaderElectionArgs;
-use olm_runtime::shutdown::ShutdownArgs;
-use olm_runtime::{StartOptions, events::EventPublisher, telemetry};
+use olm_runtime::{RuntimeArgs, StartOptions, events::EventPublisher, telemetry};
 use operator_controller::content::{ContentClient, ContentOptions};
 use operator_controller::controller::{self, Settings};
 use operator_controller::explain;
@@ -58,11 +55,7 @@ struct Flags {
     #[arg(long, default_value = "plain", global = true)]
     log_format: telemetry::LogFormat,
     #[command(flatten)]
-    leader_election: LeaderElectionArgs,
-    #[command(flatten)]
-    admin: AdminArgs,
-    #[command(flatten)]
-    shutdown_args: ShutdownArgs,
+    runtime: RuntimeArgs,
 }
 
 #[derive(Subcommand, Debug)]
@@ -134,8 +127,7 @@ async fn main() -> Result<()> {
     } = olm_runtime::start(StartOptions {
         name: "operator-controller",
         log_format: flags.log_format,
-        election: &flags.leader_election,
-        admin: &flags.admin,
+        runtime: &flags.runtime,
         advertise: None,
         flags: &flags,
     })
@@ -153,7 +145,7 @@ async fn main() -> Result<()> {
     };
     metrics.register_controller(controller::CONTROLLER, usize::from(settings.concurrency));
     // A follower is ready (it serves its metrics) and waits; only the leader reconciles.
-    if leadership.acquired(&shutdown).await {
+    let work = async {
         let operators_ready = readiness.register("operator-watch");
         let resolver = Arc::new(
             Resolver::new(
@@ -170,16 +162,21 @@ async fn main() -> Result<()> {
             &settings,
             operators_ready,
         );
-        let work = controller::run(
+        controller::run(
             controller,
             ctx,
             metrics,
             settings.concurrency,
             shutdown.clone(),
-        );
-        leadership
-            .lead_draining(work, &shutdown, flags.shutdown_args.grace())
-            .await?;
+        )
+        .await;
+        anyhow::Ok(())
+    };
+    if let Some(led) = leadership
+        .run(work, &shutdown, flags.runtime.shutdown.grace())
+        .await?
+    {
+        led?;
     }
     leadership.finish(&shutdown, [admin]).await;
     tracing::info!("operator-controller stopped");

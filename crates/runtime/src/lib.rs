@@ -52,16 +52,29 @@ pub struct Started {
     pub admin: admin::AdminServer,
 }
 
+/// The flags every manager shares (`#[command(flatten)]`): the admin server, leader
+/// election, shutdown.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RuntimeArgs {
+    /// The admin server's flags.
+    #[command(flatten)]
+    pub admin: admin::AdminArgs,
+    /// The leader election flags.
+    #[command(flatten)]
+    pub leader_election: leader::LeaderElectionArgs,
+    /// The shutdown flags.
+    #[command(flatten)]
+    pub shutdown: shutdown::ShutdownArgs,
+}
+
 /// How [`start`] starts a manager.
 pub struct StartOptions<'a> {
     /// The manager's name (`catalogd`, ...): in logs, the user agent and the Lease's name.
     pub name: &'a str,
     /// The log format.
     pub log_format: LogFormat,
-    /// The leader election flags.
-    pub election: &'a leader::LeaderElectionArgs,
-    /// The admin server's flags.
-    pub admin: &'a admin::AdminArgs,
+    /// The shared flags.
+    pub runtime: &'a RuntimeArgs,
     /// An address the leader advertises on the Lease for followers.
     pub advertise: Option<String>,
     /// Every flag, logged at start.
@@ -74,11 +87,11 @@ pub async fn start(options: StartOptions<'_>) -> Result<Started, Error> {
     let StartOptions {
         name,
         log_format,
-        election,
-        admin,
+        runtime,
         advertise,
         flags,
     } = options;
+    let election = &runtime.leader_election;
     init_tracing(log_format, "info,kube=warn")?;
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
@@ -106,7 +119,7 @@ pub async fn start(options: StartOptions<'_>) -> Result<Started, Error> {
     Ok(Started {
         client: client::guarded(config, &leadership.guard())?,
         admin: admin::AdminServer {
-            args: admin.clone(),
+            args: runtime.admin.clone(),
             metrics: metrics.clone(),
             readiness: readiness.clone(),
             shutdown: shutdown.clone(),

@@ -50,6 +50,9 @@ pub enum TlsError {
         #[source]
         source: rustls::Error,
     },
+    /// rustls refused the server configuration.
+    #[error("configuring TLS")]
+    Config(#[source] rustls::Error),
     /// A self-signed certificate could not be made.
     #[error("making a self-signed certificate")]
     SelfSigned(#[source] rcgen::Error),
@@ -77,10 +80,7 @@ pub fn server_config(
     };
     let mut config = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|source| TlsError::Key {
-            path: PathBuf::new(),
-            source,
-        })?
+        .map_err(TlsError::Config)?
         .with_no_client_auth()
         .with_cert_resolver(resolver);
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];

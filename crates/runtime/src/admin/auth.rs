@@ -24,6 +24,8 @@ use sha2::{Digest as _, Sha256};
 const ALLOWED_TTL: Duration = Duration::from_secs(60);
 /// How long a refused token stays refused without asking again.
 const REFUSED_TTL: Duration = Duration::from_secs(10);
+/// The non-resource URL a scraper must be allowed to `get`.
+const PATH: &str = "/metrics";
 /// The most decisions cached; past it the cache starts afresh.
 const MAX_CACHED: usize = 1024;
 
@@ -45,7 +47,6 @@ type Cache = HashMap<[u8; 32], (Instant, Decision)>;
 #[derive(Clone)]
 pub struct MetricsAuth {
     client: kube::Client,
-    path: &'static str,
     cache: Arc<Mutex<Cache>>,
 }
 
@@ -55,7 +56,6 @@ impl MetricsAuth {
     pub fn new(client: kube::Client) -> Self {
         Self {
             client,
-            path: "/metrics",
             cache: Arc::default(),
         }
     }
@@ -118,7 +118,7 @@ impl MetricsAuth {
         let reviewed = Api::<TokenReview>::all(self.client.clone())
             .create(&PostParams::default(), &review)
             .await?;
-        let access = match access_review(reviewed.status.as_ref(), self.path) {
+        let access = match access_review(reviewed.status.as_ref(), PATH) {
             Ok(access) => access,
             Err(decision) => return Ok(decision),
         };
@@ -126,7 +126,7 @@ impl MetricsAuth {
         let allowed = Api::<SubjectAccessReview>::all(self.client.clone())
             .create(&PostParams::default(), &access)
             .await?;
-        Ok(authorized(allowed.status.as_ref(), &user, self.path))
+        Ok(authorized(allowed.status.as_ref(), &user, PATH))
     }
 }
 

@@ -230,18 +230,23 @@ impl Leadership {
         }
     }
 
-    /// [`Leadership::lead`] with `work` drained as [`crate::shutdown::drain`] does: once
-    /// `shutdown` is cancelled it gets `grace`, then is abandoned (`Ok(None)`).
+    /// Waits until this replica leads, then runs `work` while it leads ([`Leadership::lead`]),
+    /// drained as [`crate::shutdown::drain`] does: once `shutdown` is cancelled it gets
+    /// `grace`, then is abandoned. `Ok(None)` when `shutdown` came first or `work` was
+    /// abandoned.
     ///
     /// # Errors
     ///
     /// [`Lost`] when leadership was lost before `work` finished.
-    pub async fn lead_draining<F: Future>(
+    pub async fn run<F: Future>(
         &self,
         work: F,
         shutdown: &CancellationToken,
         grace: Duration,
     ) -> Result<Option<F::Output>, Lost> {
+        if !self.acquired(shutdown).await {
+            return Ok(None);
+        }
         self.lead(crate::shutdown::drain(work, shutdown, grace))
             .await
     }
