@@ -10,7 +10,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source hack/prereqs.sh
 ensure_prereqs
 
-cargo build --quiet -p olm-e2e --bin olm-demo -p catalogd -p operator-controller -p catalog-switcher
+# Every binary of these packages: `--bin olm-demo` would limit the build to that one binary in
+# each selected package, leaving the managers unbuilt on a fresh clone.
+cargo build --quiet --locked --bins -p olm-e2e -p catalogd -p operator-controller -p catalog-switcher
 dir=$PWD/target/demo/cluster
 tools/testbin/cluster.sh stop "$dir" >/dev/null 2>&1 || true
 if [ "${OLM_DEMO_KEEP:-0}" = 1 ]; then

@@ -71,25 +71,45 @@ pub fn helm_run(args: &[&str]) -> Result<String> {
 }
 
 /// `helm install` (or, with `upgrade`, `helm upgrade`) of the chart as [`RELEASE`] in the
-/// `default` namespace (the managers' namespace is the chart's own), with `sets`.
+/// `default` namespace (the managers' namespace is then the chart's own, olm-system), with
+/// `sets`.
 pub fn install(upgrade: bool, sets: &[&str]) -> Result<String> {
-    let chart = chart_dir().display().to_string();
     let verb = if upgrade { "upgrade" } else { "install" };
-    let mut args = vec![verb, RELEASE, chart.as_str(), "--namespace", "default"];
+    let mut args = vec![verb];
     for set in sets {
         args.extend_from_slice(&["--set", set]);
     }
-    helm_run(&args)
+    install_in("default", &args)
 }
 
-/// `helm uninstall`.
+/// `helm <args[0]> RELEASE charts/olm --namespace namespace <args[1..]>`: an install or upgrade
+/// as a user types it (`install`, `--create-namespace`, `--set …`).
+pub fn install_in(namespace: &str, args: &[&str]) -> Result<String> {
+    let chart = chart_dir().display().to_string();
+    let (verb, rest) = args.split_first().unwrap_or((&"install", &[]));
+    let mut all = vec![*verb, RELEASE, chart.as_str(), "--namespace", namespace];
+    all.extend_from_slice(rest);
+    helm_run(&all)
+}
+
+/// `helm uninstall` of the release in `default`.
 pub fn uninstall() -> Result<String> {
-    helm_run(&["uninstall", RELEASE, "--namespace", "default", "--wait"])
+    uninstall_in("default")
 }
 
-/// The release's rendered objects.
+/// `helm uninstall` of the release in `namespace`.
+pub fn uninstall_in(namespace: &str) -> Result<String> {
+    helm_run(&["uninstall", RELEASE, "--namespace", namespace, "--wait"])
+}
+
+/// The objects of the release in `default`.
 pub fn manifest() -> Result<Vec<serde_json::Value>> {
-    let text = helm_run(&["get", "manifest", RELEASE, "--namespace", "default"])?;
+    manifest_in("default")
+}
+
+/// The objects of the release in `namespace`.
+pub fn manifest_in(namespace: &str) -> Result<Vec<serde_json::Value>> {
+    let text = helm_run(&["get", "manifest", RELEASE, "--namespace", namespace])?;
     Ok(serde_saphyr::from_multiple::<serde_json::Value>(&text)
         .map_err(|e| Error::Document(e.to_string()))?
         .into_iter()

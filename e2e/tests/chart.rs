@@ -237,3 +237,120 @@ fn bad_values_are_refused_with_a_message_naming_them() {
         assert!(err.contains(words), "{set}: {err}");
     }
 }
+
+/// `helm template` in the release namespace `namespace` (the e2e helper renders in olm-system).
+fn template_in(namespace: &str, extra: &[&str]) -> Result<Vec<serde_json::Value>, String> {
+    let chart = chart().display().to_string();
+    let mut args = vec!["template", "olm", chart.as_str(), "--namespace", namespace];
+    args.extend_from_slice(extra);
+    let (ok, out, err) = run(&args);
+    if ok { Ok(docs(&out)) } else { Err(err) }
+}
+
+fn catalogd_args(rendered: &[serde_json::Value]) -> Vec<String> {
+    let catalogd = rendered
+        .iter()
+        .find(|d| d["kind"] == "Deployment" && d["metadata"]["name"] == "catalogd")
+        .unwrap();
+    catalogd["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// `helm install olm charts/olm -n team --create-namespace`: everything in the release's
+/// namespace, which helm creates (the chart must not template it, or the install fails with
+/// "already exists"), and which catalogd labels for Pod Security (the chart cannot: it may
+/// name only the objects it owns).
+#[test]
+fn a_release_namespace_holds_the_managers_and_is_not_templated() {
+    let rendered = template_in("team", &[]).unwrap();
+    assert!(
+        !rendered.iter().any(|d| d["kind"] == "Namespace"),
+        "the release's namespace is helm's (--create-namespace), not the chart's"
+    );
+    for d in &rendered {
+        if let Some(ns) = d["metadata"]["namespace"].as_str() {
+            assert_eq!(ns, "team", "{} {}", d["kind"], d["metadata"]["name"]);
+        }
+    }
+    let args = catalogd_args(&rendered);
+    assert!(args.contains(&"--namespace=team".to_owned()), "{args:?}");
+    assert!(
+        args.contains(&"--namespace-pod-security=restricted".to_owned()),
+        "{args:?}"
+    );
+    // catalogd may label its own namespace and no other.
+    let role = rendered
+        .iter()
+        .find(|d| d["kind"] == "ClusterRole" && d["metadata"]["name"] == "olm-catalogd")
+        .unwrap();
+    let rule = role["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["resources"] == serde_json::json!(["namespaces"]))
+        .unwrap();
+    assert_eq!(rule["resourceNames"], serde_json::json!(["team"]));
+    assert_eq!(rule["verbs"], serde_json::json!(["get", "patch"]));
+    // Pod Security left alone on request.
+    let args = catalogd_args(&template_in("team", &["--set", "namespace.podSecurity="]).unwrap());
+    assert!(
+        !args
+            .iter()
+            .any(|a| a.starts_with("--namespace-pod-security")),
+        "{args:?}"
+    );
+}
+
+/// `helm install olm charts/olm` (the release in `default`): the chart creates olm-system,
+/// labelled, as before.
+#[test]
+fn a_release_in_default_creates_olm_system_with_its_label() {
+    let rendered = template_in("default", &[]).unwrap();
+    let ns = rendered
+        .iter()
+        .find(|d| d["kind"] == "Namespace")
+        .expect("the chart creates olm-system");
+    assert_eq!(ns["metadata"]["name"], "olm-system");
+    assert_eq!(
+        ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"],
+        "restricted"
+    );
+    for d in &rendered {
+        if let Some(n) = d["metadata"]["namespace"].as_str() {
+            assert_eq!(n, "olm-system", "{} {}", d["kind"], d["metadata"]["name"]);
+        }
+    }
+    // namespace.create=false: it exists already, the chart leaves it alone.
+    let rendered = template_in("default", &["--set", "namespace.create=false"]).unwrap();
+    assert!(!rendered.iter().any(|d| d["kind"] == "Namespace"));
+    // Another namespace than the release's, by name: the chart creates that one.
+    let rendered = template_in("team", &["--set", "namespace.name=operators"]).unwrap();
+    let ns = rendered.iter().find(|d| d["kind"] == "Namespace").unwrap();
+    assert_eq!(ns["metadata"]["name"], "operators");
+}
+
+/// Asking the chart to create the release's own namespace cannot work (helm creates it, or it
+/// exists): refused, saying what to type instead.
+#[test]
+fn creating_the_release_namespace_is_refused_with_what_to_type() {
+    for extra in [
+        vec!["--set", "namespace.create=true"],
+        vec![
+            "--set",
+            "namespace.create=true",
+            "--set",
+            "namespace.name=olm-system",
+        ],
+    ] {
+        let err = template_in("olm-system", &extra).unwrap_err();
+        assert!(
+            err.contains("helm install olm charts/olm -n olm-system --create-namespace"),
+            "{err}"
+        );
+        assert!(err.contains("`helm install olm charts/olm`"), "{err}");
+    }
+}

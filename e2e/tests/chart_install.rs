@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role};
+use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use olm_e2e::catalogs::{
     configmap_source, create_catalog, example_catalog, put_catalog_configmap, status,
@@ -24,8 +25,12 @@ use serde_json::json;
 
 const INSTANCE: &str = "app.kubernetes.io/instance=olm";
 
+/// The tests of this binary install the same release: one at a time.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_chart_runs_every_manager_under_its_own_identity() {
+    let _serial = SERIAL.lock().await;
     let ctx = TestContext::new("chart").await.unwrap();
     let client = ctx.client.clone();
     // The harness installed every CRD already, as rukpak would its own: the chart leaves the
@@ -194,6 +199,94 @@ async fn the_chart_runs_every_manager_under_its_own_identity() {
             .is_empty()
     );
     let namespaces: Api<Namespace> = Api::all(client);
+    olm_e2e::wait::wait_for_deletion(&namespaces, OLM_NAMESPACE, Duration::from_secs(120))
+        .await
+        .unwrap();
+}
+
+/// What most charts' users type: `helm install olm charts/olm -n olm-system
+/// --create-namespace`. helm creates the namespace (without labels), the chart puts everything
+/// in it, and catalogd, once it leads, gives it the Pod Security label; catalogd works there.
+/// Asking the chart to create that namespace as well is refused before anything is applied,
+/// with what to type instead. Uninstalling leaves helm's namespace, as helm always does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn helm_install_into_its_own_namespace_with_create_namespace() {
+    let _serial = SERIAL.lock().await;
+    let ctx = TestContext::new("chart-ns").await.unwrap();
+    let namespaces: Api<Namespace> = Api::all(ctx.client.clone());
+    // The other test of this binary removes olm-system at its end.
+    olm_e2e::wait::wait_for_deletion(&namespaces, OLM_NAMESPACE, Duration::from_secs(120))
+        .await
+        .unwrap();
+    chart::install_in(
+        OLM_NAMESPACE,
+        &[
+            "install",
+            "--create-namespace",
+            "--set",
+            "bundleDeploymentCRD.install=false",
+        ],
+    )
+    .unwrap();
+    let created = namespaces.get(OLM_NAMESPACE).await.unwrap();
+    let enforce = "pod-security.kubernetes.io/enforce";
+    assert!(
+        !created.labels().contains_key(enforce),
+        "helm's --create-namespace sets no Pod Security label: {:?}",
+        created.labels()
+    );
+    let manifest = chart::manifest_in(OLM_NAMESPACE).unwrap();
+    assert!(!manifest.iter().any(|d| d["kind"] == "Namespace"));
+    let catalogd = run_manager(&ctx.client, &manifest, "catalogd")
+        .await
+        .unwrap();
+    wait_for(
+        &namespaces,
+        OLM_NAMESPACE,
+        "catalogd labels its namespace",
+        Duration::from_secs(60),
+        |ns| {
+            ns.is_some_and(|ns| ns.labels().get(enforce).map(String::as_str) == Some("restricted"))
+        },
+    )
+    .await
+    .unwrap();
+    let (name, cm) = (ctx.name("cat"), ctx.name("cat-cm"));
+    unpacked_configmap_catalog(&ctx, &name, &cm, &example_catalog("0.1.0"))
+        .await
+        .unwrap();
+
+    // The conflicting combination, refused by the chart with the commands to use.
+    let err = chart::install_in(
+        OLM_NAMESPACE,
+        &["upgrade", "--set", "namespace.create=true"],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("helm install olm charts/olm -n olm-system --create-namespace"),
+        "{err}"
+    );
+
+    let client = ctx.client.clone();
+    ctx.cleanup().await.unwrap();
+    catalogd.manager.stop().unwrap();
+    chart::uninstall_in(OLM_NAMESPACE).unwrap();
+    let labelled = ListParams::default().labels(INSTANCE);
+    let cluster_roles: Api<ClusterRole> = Api::all(client);
+    assert!(
+        cluster_roles
+            .list_metadata(&labelled)
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    // helm leaves the namespace it created; the test removes it, as a user would.
+    namespaces
+        .delete(OLM_NAMESPACE, &Default::default())
+        .await
+        .unwrap();
     olm_e2e::wait::wait_for_deletion(&namespaces, OLM_NAMESPACE, Duration::from_secs(120))
         .await
         .unwrap();

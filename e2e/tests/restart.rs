@@ -376,8 +376,8 @@ async fn catalog_sources_are_switched_once_their_crd_is_served() {
 /// runs these Pods here: they stay pending, which is all this test needs.
 #[tokio::test]
 async fn generator_pods_left_by_a_restart_are_removed_and_run_again() {
-    use k8s_openapi::api::core::v1::Pod;
-    use kube::api::ListParams;
+    use k8s_openapi::api::core::v1::{Pod, Secret};
+    use kube::api::{ListParams, PostParams};
 
     let _serial = SERIAL.lock().await;
     let ctx = TestContext::new("restart-gen").await.unwrap();
@@ -422,7 +422,59 @@ async fn generator_pods_left_by_a_restart_are_removed_and_run_again() {
         status(Some(&c)).conditions
     );
 
+    // Beside it, a labelled Pod of no Catalog and two Secrets that are not its token Secret:
+    // one of a user's, sharing the Pod's name; one labelled, but owned by nothing. The clean-up
+    // deletes the Pod and neither Secret.
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), olm_e2e::manager::OLM_NAMESPACE);
+    let decoy = ctx.name("decoy");
+    let labelled = format!("{decoy}-labelled");
+    pods.create(
+        &PostParams::default(),
+        &serde_json::from_value(serde_json::json!({
+            "metadata": {"name": decoy, "labels": {"olm-rs.io/catalog-generator": "true"}},
+            // Restricted, as the namespace enforces.
+            "spec": {
+                "securityContext": {"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}},
+                "containers": [{"name": "c", "image": "registry.example/x:1", "securityContext": {
+                    "allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}}}]
+            }
+        }))
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    for (secret, labels) in [
+        (decoy.clone(), serde_json::json!({})),
+        (
+            labelled.clone(),
+            serde_json::json!({"olm-rs.io/catalog-generator": "true"}),
+        ),
+    ] {
+        secrets
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(serde_json::json!({
+                    "metadata": {"name": secret, "labels": labels},
+                    "stringData": {"mine": "keep me"}
+                }))
+                .unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+
     let cd = cd.restart(&[]).unwrap();
+    wait_for_deletion(&pods, &decoy, DEADLINE).await.unwrap();
+    for secret in [&decoy, &labelled] {
+        assert!(
+            secrets.get_opt(secret).await.unwrap().is_some(),
+            "the clean-up deleted Secret {secret}, which is not a generator's token Secret"
+        );
+        secrets
+            .delete(secret, &DeleteParams::default())
+            .await
+            .unwrap();
+    }
     let deadline = tokio::time::Instant::now() + DEADLINE;
     loop {
         let names: Vec<String> = pods

@@ -1,5 +1,6 @@
 # Versions of the test infrastructure. The wrapper modules in k8s/, etcd/ and helm/ must require
-# exactly these; regenerate them with `tools/testbin/regen.sh` after changing a version here.
+# exactly these: after changing a version here, regenerate the wrapper of that component as
+# docs/development.md says ("To move to another version").
 K8S_VERSION=1.36.3
 ETCD_VERSION=3.6.16
 HELM_VERSION=3.22.0

@@ -1,6 +1,32 @@
-{{/* The managers' namespace. */}}
+{{/* The managers' namespace: namespace.name, else the release's namespace (`helm install -n
+     NS --create-namespace`), else olm-system for a release in `default` (`helm install olm
+     charts/olm`, as docs/install.md shows). */}}
 {{- define "olm.namespace" -}}
+{{- if .Values.namespace.name -}}
 {{- .Values.namespace.name -}}
+{{- else if eq .Release.Namespace "default" -}}
+olm-system
+{{- else -}}
+{{- .Release.Namespace -}}
+{{- end -}}
+{{- end -}}
+
+{{/* "true" when the chart creates (and owns) the managers' namespace. It never creates the
+     release's own namespace: helm creates that one (--create-namespace) or it exists, and an
+     object helm did not create cannot be part of the release. namespace.create: null (the
+     default) creates any other; false none; true asks for it, and is refused for the
+     release's namespace with what to type instead. */}}
+{{- define "olm.createNamespace" -}}
+{{- $ns := include "olm.namespace" . -}}
+{{- $own := eq $ns .Release.Namespace -}}
+{{- if kindIs "invalid" .Values.namespace.create -}}
+{{- if not $own }}true{{ end -}}
+{{- else if .Values.namespace.create -}}
+{{- if $own -}}
+{{- fail (printf "namespace.create=true asks the chart to create %s, the namespace the release is installed in: helm creates that one itself (--create-namespace), and a namespace cannot be both. Type `helm install %s charts/olm -n %s --create-namespace` without namespace.create (the chart then runs in %s and catalogd sets its Pod Security label), or `helm install %s charts/olm` (the release in default, the chart creating and owning olm-system)." $ns .Release.Name $ns $ns .Release.Name) -}}
+{{- end -}}
+true
+{{- end -}}
 {{- end -}}
 
 {{/* Labels of every object of the release. */}}
@@ -18,13 +44,26 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version | replace "+" "_" }}
 {{- end -}}
 
 {{/* The rules of the ClusterRole or Role `kind` in config/rbac/<manager>.yaml (dict "root" $
-     "manager" NAME "kind" KIND). */}}
+     "manager" NAME "kind" KIND). A rule naming the namespace olm-system by name (catalogd's
+     Pod Security label) names the managers' namespace instead. */}}
 {{- define "olm.rules" -}}
+{{- $ns := include "olm.namespace" .root -}}
 {{- $file := .root.Files.Get (printf "files/rbac/%s.yaml" .manager) -}}
 {{- range $doc := regexSplit "(?m)^---$" $file -1 -}}
 {{- $obj := fromYaml $doc -}}
 {{- if eq (default "" $obj.kind) $.kind -}}
-{{ toYaml $obj.rules }}
+{{- $rules := list -}}
+{{- range $rule := $obj.rules -}}
+{{- if and (has "namespaces" (default list $rule.resources)) $rule.resourceNames -}}
+{{- $names := list -}}
+{{- range $name := $rule.resourceNames -}}
+{{- $names = append $names (ternary $ns $name (eq $name "olm-system")) -}}
+{{- end -}}
+{{- $_ := set $rule "resourceNames" $names -}}
+{{- end -}}
+{{- $rules = append $rules $rule -}}
+{{- end -}}
+{{ toYaml $rules }}
 {{- end -}}
 {{- end -}}
 {{- end -}}

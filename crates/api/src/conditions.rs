@@ -3,6 +3,38 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
+/// The longest condition message the API server accepts (upstream's metav1.Condition bound,
+/// which our CRDs carry): longer messages are clipped by [`clip_message`].
+pub const MAX_MESSAGE_LENGTH: usize = 32768;
+
+/// `message` cut to at most [`MAX_MESSAGE_LENGTH`] characters (the API server counts
+/// characters), at a character boundary, saying how much was cut. Messages quote what remotes
+/// say (registry errors, a generator's log, a pack's complaints), and a status write with a
+/// longer one would fail, losing the status.
+pub fn clip_message(message: String) -> String {
+    clip_to(message, MAX_MESSAGE_LENGTH)
+}
+
+/// `text` cut to at most `max` characters, ending with a note of how many were cut.
+pub fn clip_to(text: String, max: usize) -> String {
+    let count = text.chars().count();
+    if count <= max {
+        return text;
+    }
+    let note = |cut: usize| format!("… ({cut} more characters)");
+    // The note's own length depends on the number it shows; the longest it can be is with
+    // `count` itself.
+    let room = note(count).chars().count();
+    if room >= max {
+        // No room for a note: the first characters alone.
+        return text.chars().take(max).collect();
+    }
+    let keep = max - room;
+    let mut clipped: String = text.chars().take(keep).collect();
+    clipped.push_str(&note(count - keep));
+    clipped
+}
+
 /// Sets `new` in `conditions`, keyed by its type.
 ///
 /// * A type not yet present is appended.
@@ -11,7 +43,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 ///   `lastTransitionTime` is kept.
 ///
 /// Returns whether anything changed, so callers can skip a write.
-pub fn set_condition(conditions: &mut Vec<Condition>, new: Condition) -> bool {
+pub fn set_condition(conditions: &mut Vec<Condition>, mut new: Condition) -> bool {
+    new.message = clip_message(new.message);
     match conditions.iter_mut().find(|c| c.type_ == new.type_) {
         None => {
             conditions.push(new);
@@ -63,7 +96,7 @@ pub fn condition(
         type_: type_.to_owned(),
         status: if status { "True" } else { "False" }.to_owned(),
         reason: reason.to_owned(),
-        message: message.into(),
+        message: clip_message(message.into()),
         observed_generation,
         last_transition_time: now,
     }
@@ -75,6 +108,31 @@ mod tests {
 
     fn at(secs: i64) -> Time {
         Time(k8s_openapi::jiff::Timestamp::from_second(secs).unwrap())
+    }
+
+    #[test]
+    fn long_messages_are_clipped_to_what_the_api_server_accepts() {
+        let short = "a".repeat(MAX_MESSAGE_LENGTH);
+        assert_eq!(clip_message(short.clone()), short);
+        // Multi-byte characters: the API server counts characters, and a cut never splits one.
+        let long = "é".repeat(MAX_MESSAGE_LENGTH * 3);
+        let clipped = clip_message(long);
+        assert_eq!(clipped.chars().count(), MAX_MESSAGE_LENGTH);
+        assert!(
+            clipped.ends_with("more characters)"),
+            "{}",
+            &clipped[clipped.len() - 40..]
+        );
+        let mut c = vec![];
+        set_condition(
+            &mut c,
+            Condition {
+                message: "x".repeat(1 << 20),
+                ..condition("Ready", false, "Broken", "", None, at(1))
+            },
+        );
+        assert!(c[0].message.chars().count() <= MAX_MESSAGE_LENGTH);
+        assert_eq!(clip_to("abcdef".into(), 3).chars().count(), 3);
     }
 
     #[test]

@@ -46,6 +46,58 @@ pub fn conditions_schema(generator: &mut schemars::SchemaGenerator) -> Schema {
         generator.subschema_for::<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>();
     // k8s-openapi emits Condition with a description; keep it, just mark the list as a map.
     items.remove("title");
+    // The bounds upstream's metav1.Condition carries (its kubebuilder markers), which
+    // k8s-openapi's schema lacks: a message built from a remote's words can never make a
+    // status write fail or grow an object without bound (writers clip to them).
+    if let Some(properties) = items
+        .get_mut("properties")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        let bound = |properties: &mut serde_json::Map<String, serde_json::Value>,
+                     field: &str,
+                     extra: serde_json::Value| {
+            if let (Some(schema), Some(extra)) = (
+                properties
+                    .get_mut(field)
+                    .and_then(serde_json::Value::as_object_mut),
+                extra.as_object(),
+            ) {
+                schema.extend(extra.clone());
+            }
+        };
+        bound(
+            properties,
+            "message",
+            serde_json::json!({"maxLength": crate::conditions::MAX_MESSAGE_LENGTH}),
+        );
+        bound(
+            properties,
+            "reason",
+            serde_json::json!({
+                "maxLength": 1024,
+                "minLength": 1,
+                "pattern": "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$",
+            }),
+        );
+        bound(
+            properties,
+            "type",
+            serde_json::json!({
+                "maxLength": 316,
+                "pattern": r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$",
+            }),
+        );
+        bound(
+            properties,
+            "status",
+            serde_json::json!({"enum": ["True", "False", "Unknown"]}),
+        );
+        bound(
+            properties,
+            "observedGeneration",
+            serde_json::json!({"minimum": 0}),
+        );
+    }
     json_schema!({
         "type": "array",
         "items": items,

@@ -115,3 +115,23 @@ fn catalog_and_operator_are_cluster_scoped_with_status() {
         }
     }
 }
+
+/// Every condition list carries upstream metav1.Condition's bounds, so the API server refuses
+/// an unbounded message (the writers clip to it: olm_api::conditions::clip_message).
+#[test]
+fn condition_messages_are_bounded_as_upstream_bounds_them() {
+    for crd in olm_api::crds::all() {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        let schema = serde_json::to_value(&crd.spec.versions[0].schema).unwrap();
+        let condition = schema
+            .pointer("/openAPIV3Schema/properties/status/properties/conditions/items/properties")
+            .unwrap_or_else(|| panic!("{name} has no conditions"));
+        assert_eq!(
+            condition["message"]["maxLength"],
+            olm_api::conditions::MAX_MESSAGE_LENGTH,
+            "{name}"
+        );
+        assert_eq!(condition["reason"]["maxLength"], 1024, "{name}");
+        assert_eq!(condition["type"]["maxLength"], 316, "{name}");
+    }
+}

@@ -91,10 +91,7 @@ pub async fn run<K>(
                 let timer = metrics.reconcile_timer(name);
                 async move {
                     let result = reconcile::reconcile(object, ctx).await;
-                    timer.finish(match &result {
-                        Ok(_) => ReconcileOutcome::Success,
-                        Err(_) => ReconcileOutcome::Error,
-                    });
+                    timer.finish(ReconcileOutcome::of(&result));
                     result
                 }
             },

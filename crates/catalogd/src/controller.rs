@@ -211,11 +211,7 @@ async fn reconcile(
     })
     .instrument(span)
     .await;
-    timer.finish(match &result {
-        Ok(a) if *a == Action::await_change() => ReconcileOutcome::Success,
-        Ok(_) => ReconcileOutcome::RequeueAfter,
-        Err(_) => ReconcileOutcome::Error,
-    });
+    timer.finish(ReconcileOutcome::of(&result));
     result
 }
 

@@ -9,6 +9,7 @@
 //! * [`follow`]: what a follower replica does: copy the leader's served content.
 //! * [`status`]: the status catalogd writes, as pure functions.
 //! * [`metrics`]: the `catalogd_*` metric families.
+//! * [`namespace`]: the Pod Security label of catalogd's namespace.
 
 pub mod budget;
 pub mod collect;
@@ -16,6 +17,7 @@ pub mod context;
 pub mod controller;
 pub mod follow;
 pub mod metrics;
+pub mod namespace;
 pub mod plan;
 pub mod poll;
 pub mod reconcile;

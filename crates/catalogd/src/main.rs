@@ -137,6 +137,12 @@ struct Flags {
     /// served content from it. Needed with --leader-elect and more than one replica.
     #[arg(long, env = "CATALOGD_PEER_ADDRESS")]
     peer_address: Option<String>,
+    /// The Pod Security level (privileged, baseline, restricted) catalogd's namespace should
+    /// enforce, where generator Pods run: set as the namespace's
+    /// pod-security.kubernetes.io/enforce label when it has none (a label already there is
+    /// kept). Unset: the namespace's labels are left alone.
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(catalogd::namespace::LEVELS))]
+    namespace_pod_security: Option<String>,
     #[command(flatten)]
     runtime: RuntimeArgs,
 }
@@ -347,6 +353,9 @@ async fn lead(
         runs.clone(),
         Some(custom_metrics.clone()),
     );
+    if let Some(level) = &flags.namespace_pod_security {
+        label_namespace(&client, &flags.namespace, level).await;
+    }
     let left = custom
         .remove_leftovers()
         .await
@@ -385,6 +394,30 @@ async fn lead(
     shutdown.cancel();
     let _ = tokio::time::timeout(SERVER_DRAIN, uploads).await;
     Ok(())
+}
+
+/// Makes catalogd's namespace enforce the Pod Security `level` unless it enforces one; a
+/// failure is logged, not fatal (generator Pods meet the restricted level by themselves).
+async fn label_namespace(client: &kube::Client, namespace: &str, level: &str) {
+    use catalogd::namespace::{ENFORCE_LABEL, Labelling, ensure_pod_security};
+    match ensure_pod_security(client, namespace, level).await {
+        Ok(Labelling::Add) => {
+            tracing::info!(%namespace, label = ENFORCE_LABEL, %level, "labelled the namespace for Pod Security")
+        }
+        Ok(Labelling::Present) => {}
+        Ok(Labelling::Other(current)) => tracing::warn!(
+            %namespace,
+            label = ENFORCE_LABEL,
+            %current,
+            wanted = %level,
+            "the namespace enforces another Pod Security level, set by someone else; left as it is"
+        ),
+        Err(error) => tracing::warn!(
+            %namespace,
+            error = %olm_runtime::error_chain(&error),
+            "could not set the namespace's Pod Security label (--namespace-pod-security); generator Pods still run restricted"
+        ),
+    }
 }
 
 /// Deletes stored content that belongs to no existing Catalog: Catalogs deleted while catalogd

@@ -501,35 +501,14 @@ impl Locks {
 /// characters of lowercase alphanumerics, `-` and `.`, each dot-separated label starting and
 /// ending with an alphanumeric. This is what keeps names from escaping the storage root.
 pub fn validate_catalog_name(name: &str) -> Result<(), StoreError> {
-    let invalid = |reason: &str| {
-        Err(StoreError::InvalidName {
+    // The one check the FBC validator uses too.
+    match olm_resolver::names::dns1123_subdomain_problem(name) {
+        Some(reason) => Err(StoreError::InvalidName {
             name: name.to_owned(),
             reason: reason.to_owned(),
-        })
-    };
-    if name.is_empty() {
-        return invalid("must not be empty");
+        }),
+        None => Ok(()),
     }
-    if name.len() > 253 {
-        return invalid("must be no more than 253 characters");
-    }
-    for label in name.split('.') {
-        let bytes = label.as_bytes();
-        let alnum = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
-        let ok = match (bytes.first(), bytes.last()) {
-            (Some(first), Some(last)) => {
-                alnum(first) && alnum(last) && bytes.iter().all(|b| alnum(b) || *b == b'-')
-            }
-            _ => false,
-        };
-        if !ok {
-            return invalid(
-                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric \
-                 characters, '-' or '.', and must start and end with an alphanumeric character",
-            );
-        }
-    }
-    Ok(())
 }
 
 fn is_hash(name: &str) -> bool {
@@ -703,6 +682,7 @@ mod tests {
             "-a",
             "a-",
             "a..b",
+            "a-.b",
             ".tmp-x",
             "current_",
             "a b",

@@ -191,11 +191,7 @@ async fn run_one(
     let timer = metrics.reconcile_timer(CONTROLLER);
     let span = tracing::info_span!("reconcile", operator = %op.name_any());
     let result = reconcile::reconcile(op, ctx).instrument(span).await;
-    timer.finish(match &result {
-        Ok(a) if *a == Action::await_change() => ReconcileOutcome::Success,
-        Ok(_) => ReconcileOutcome::RequeueAfter,
-        Err(_) => ReconcileOutcome::Error,
-    });
+    timer.finish(ReconcileOutcome::of(&result));
     result
 }
 

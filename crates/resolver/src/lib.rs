@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod fbc;
+pub mod names;
 pub mod range;
 pub mod resolve;
 pub mod synth;

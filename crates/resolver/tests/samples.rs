@@ -121,6 +121,26 @@ fn a_broken_copy_gets_one_message_per_problem() {
     );
 }
 
+/// Package and channel names are checked as catalogd's store checks Catalog names (one
+/// function): `a-.b` has a label ending in '-', which the API server refuses.
+#[test]
+fn names_with_a_label_ending_in_a_dash_are_refused() {
+    let text = "---\nschema: olm.package\nname: a-.b\ndefaultChannel: x-.y\n---\nschema: olm.channel\npackage: a-.b\nname: x-.y\nentries:\n- name: a.v1\n---\nschema: olm.bundle\npackage: a-.b\nname: a.v1\nimage: r.example/a:1\nproperties:\n- type: olm.package\n  value: {packageName: a-.b, version: 1.0.0}\n";
+    let problems = problems_of(text);
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("package name \"a-.b\" is not a valid DNS-1123 subdomain")),
+        "{problems:#?}"
+    );
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("channel name \"x-.y\" is not a valid DNS-1123 subdomain")),
+        "{problems:#?}"
+    );
+}
+
 #[test]
 fn broken_yaml_is_reported_with_file_and_line() {
     let problems =

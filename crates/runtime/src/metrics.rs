@@ -42,6 +42,19 @@ impl ReconcileOutcome {
         Self::RequeueAfter,
     ];
 
+    /// How a reconcile that returned `result` ended: an error, nothing scheduled (success), or
+    /// a requeue after a delay. Every controller labels its reconciles with this, so the
+    /// `result` label means the same thing everywhere (docs/operations.md).
+    pub fn of<E>(result: &Result<kube::runtime::controller::Action, E>) -> Self {
+        match result {
+            Ok(action) if *action == kube::runtime::controller::Action::await_change() => {
+                Self::Success
+            }
+            Ok(_) => Self::RequeueAfter,
+            Err(_) => Self::Error,
+        }
+    }
+
     /// The `result` label value controller-runtime uses.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -222,6 +235,22 @@ mod tests {
     use prometheus::proto::MetricFamily;
 
     type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+    #[test]
+    fn a_requeue_is_labelled_requeue_after_and_only_await_change_is_success() {
+        use kube::runtime::controller::Action;
+        use std::time::Duration;
+        let ok = |a: Action| ReconcileOutcome::of(&Ok::<_, ()>(a));
+        assert_eq!(ok(Action::await_change()), ReconcileOutcome::Success);
+        assert_eq!(
+            ok(Action::requeue(Duration::from_secs(30))),
+            ReconcileOutcome::RequeueAfter
+        );
+        assert_eq!(
+            ReconcileOutcome::of(&Err::<Action, _>("x")),
+            ReconcileOutcome::Error
+        );
+    }
 
     fn family(metrics: &Metrics, name: &str) -> Option<MetricFamily> {
         metrics

@@ -304,6 +304,20 @@ async fn an_object_template_follows_a_configmap() {
     put_tag("not an image!").await;
     let c = unresolved("is not an image reference").await;
     assert_eq!(c.spec.source.image.as_ref().unwrap().r#ref, reference("b"));
+    // An unresolved template is looked at again later: a requeue, counted as one (as
+    // docs/operations.md says), not as a success.
+    olm_e2e::catalogs::wait_metric(
+        &switcher.admin_url,
+        "controller_runtime_reconcile_total",
+        &[
+            "controller=\"catalog-image-template\"",
+            "result=\"requeue_after\"",
+        ],
+        "a requeue counted as requeue_after",
+        |n| n >= 1.0,
+    )
+    .await
+    .unwrap();
     // Said as events too: the switch, and the template that stopped resolving.
     let events: Api<k8s_openapi::api::events::v1::Event> =
         Api::namespaced(ctx.client.clone(), "default");

@@ -25,20 +25,6 @@ struct Validator {
     problems: Problems,
 }
 
-/// DNS-1123 subdomain: lowercase alphanumerics, `-` and `.`, starting and ending alphanumeric.
-fn is_dns_subdomain(name: &str) -> bool {
-    let ok_end = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-    name.len() <= 253
-        && ok_end(name.chars().next())
-        && ok_end(name.chars().last())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
-        && name
-            .split('.')
-            .all(|label| !label.is_empty() && label.len() <= 63)
-}
-
 impl Validator {
     fn at(&mut self, origin: &Origin, message: impl Into<String>) {
         self.problems.push(Problem::at(origin, message));
@@ -67,7 +53,7 @@ impl Validator {
                 continue;
             }
             seen.insert(&p.name, &p.origin);
-            if !is_dns_subdomain(&p.name) {
+            if !crate::names::is_dns1123_subdomain(&p.name) {
                 self.at(
                     &p.origin,
                     format!("package name {:?} is not a valid DNS-1123 subdomain (lowercase letters, digits, '-' and '.')", p.name),
@@ -267,7 +253,7 @@ impl Validator {
                 continue;
             }
             seen.insert((&c.package, &c.name), o);
-            if !is_dns_subdomain(&c.name) {
+            if !crate::names::is_dns1123_subdomain(&c.name) {
                 self.at(
                     o,
                     format!(

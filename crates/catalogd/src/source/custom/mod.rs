@@ -116,25 +116,48 @@ impl CustomSource {
         Ok(pods.items.len())
     }
 
-    /// Deletes a run's Pod and Secret; one already gone is fine.
+    /// Deletes a run's Pod, and its token Secret: the Secret of that name only if it is one
+    /// (the generator label, owned by that Pod), never a Secret of someone else's that happens
+    /// to share the name. One already gone is fine.
     async fn delete(&self, name: &str) {
         let secrets: Api<Secret> =
             Api::namespaced(self.client.clone(), &self.options.pod.namespace);
-        for result in [
-            self.pods()
-                .delete(name, &DeleteParams::background())
-                .await
-                .map(|_| ()),
-            secrets
-                .delete(name, &DeleteParams::background())
-                .await
-                .map(|_| ()),
-        ] {
-            match result {
-                Ok(()) => {}
-                Err(kube::Error::Api(s)) if s.is_not_found() => {}
-                Err(e) => tracing::warn!(pod = name, error = %e, "could not delete a generator"),
-            }
+        let warn = |what: &str, e: kube::Error| tracing::warn!(pod = name, error = %e, "could not delete a generator {what}");
+        // The Pod's uid names its Secret's owner; read before the Pod goes.
+        let pod_uid = match self.pods().get_metadata_opt(name).await {
+            Ok(meta) => meta.and_then(|m| m.metadata.uid),
+            Err(e) => return warn("pod", e),
+        };
+        match self.pods().delete(name, &DeleteParams::background()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.is_not_found() => {}
+            Err(e) => warn("pod", e),
+        }
+        // Only its metadata is read: whose Secret it is.
+        let secret = match secrets.get_metadata_opt(name).await {
+            Ok(Some(secret)) => secret,
+            Ok(None) => return,
+            Err(e) => return warn("secret", e),
+        };
+        if !pod::is_token_secret_of(&secret.metadata, name, pod_uid.as_deref()) {
+            tracing::info!(
+                secret = name,
+                "a Secret shares a generator pod's name but is not its token Secret; left alone"
+            );
+            return;
+        }
+        // The Secret deleted is the one just checked, not one created since under its name.
+        let params = DeleteParams {
+            preconditions: secret.metadata.uid.map(|uid| kube::api::Preconditions {
+                uid: Some(uid),
+                resource_version: None,
+            }),
+            ..DeleteParams::background()
+        };
+        match secrets.delete(name, &params).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.is_not_found() || s.code == 409 => {}
+            Err(e) => warn("secret", e),
         }
     }
 

@@ -325,6 +325,24 @@ pub fn token_secret(pod: &Pod, token: &str) -> Secret {
     }
 }
 
+/// Whether the Secret with `meta` is the token Secret of the generator Pod `pod` (whose uid is
+/// `pod_uid`, when known): it carries the generator label and that Pod owns it. Anything else
+/// in catalogd's namespace is someone else's, whatever its name.
+pub fn is_token_secret_of(meta: &ObjectMeta, pod: &str, pod_uid: Option<&str>) -> bool {
+    let labelled = meta
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(GENERATOR_LABEL))
+        .is_some_and(|v| v == "true");
+    let owned = meta.owner_references.iter().flatten().any(|o| {
+        o.api_version == "v1"
+            && o.kind == "Pod"
+            && o.name == pod
+            && pod_uid.is_none_or(|uid| o.uid == uid)
+    });
+    labelled && owned
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -450,6 +468,51 @@ mod tests {
             (owner.kind.as_str(), owner.uid.as_str()),
             ("Catalog", "uid-1")
         );
+    }
+
+    #[test]
+    fn only_a_labelled_secret_owned_by_the_pod_is_its_token_secret() {
+        let pod = Pod {
+            metadata: ObjectMeta {
+                name: Some("catalog-gen-abc".into()),
+                uid: Some("pod-uid".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let ours = token_secret(&pod, "t").metadata;
+        assert!(is_token_secret_of(
+            &ours,
+            "catalog-gen-abc",
+            Some("pod-uid")
+        ));
+        assert!(
+            is_token_secret_of(&ours, "catalog-gen-abc", None),
+            "the pod is gone"
+        );
+        assert!(!is_token_secret_of(
+            &ours,
+            "catalog-gen-abc",
+            Some("other-uid")
+        ));
+        assert!(!is_token_secret_of(&ours, "other-pod", None));
+        // A user's Secret of the same name: no label, no owner.
+        let users = ObjectMeta {
+            name: Some("catalog-gen-abc".into()),
+            ..Default::default()
+        };
+        assert!(!is_token_secret_of(&users, "catalog-gen-abc", None));
+        // Labelled but owned by nothing, or owned but not labelled.
+        let unowned = ObjectMeta {
+            owner_references: None,
+            ..ours.clone()
+        };
+        assert!(!is_token_secret_of(&unowned, "catalog-gen-abc", None));
+        let unlabelled = ObjectMeta {
+            labels: None,
+            ..ours
+        };
+        assert!(!is_token_secret_of(&unlabelled, "catalog-gen-abc", None));
     }
 
     #[test]

@@ -127,8 +127,15 @@ fn scp_like(repository: &str) -> bool {
     }
 }
 
-/// `repository` without a password in its user info, for messages and logs.
+/// `repository` as messages, logs and `resolvedSource.git.repository` show it. An http(s) URL
+/// loses all its user info (a token is often placed in the user part, `https://TOKEN@host/…`),
+/// its query and its fragment, exactly as the http source shows URLs. An ssh URL keeps its
+/// user (an account name such as `git`; ssh authenticates with the key), never a password.
 pub fn redact(repository: &str) -> String {
+    let lower = repository.to_ascii_lowercase();
+    if lower.starts_with("https://") || lower.starts_with("http://") {
+        return crate::source::http::redact(repository);
+    }
     match url::Url::parse(repository) {
         Ok(mut u) if u.password().is_some() => {
             let _ = u.set_password(Some("***"));
@@ -223,12 +230,16 @@ mod tests {
     }
 
     #[test]
-    fn passwords_never_appear() {
-        assert_eq!(
-            redact("https://me:secret@h/r.git"),
-            "https://me:***@h/r.git"
-        );
+    fn credentials_in_the_url_never_appear() {
+        assert_eq!(redact("https://me:secret@h/r.git"), "https://h/r.git");
+        // A token in the user part is as secret as a password.
+        assert_eq!(redact("https://TOKEN@h/r.git"), "https://h/r.git");
+        assert_eq!(redact("HTTP://tok@h:8080/r.git"), "http://h:8080/r.git");
         assert_eq!(redact("https://h/r.git"), "https://h/r.git");
+        // ssh keeps its account name, never a password.
+        assert_eq!(redact("ssh://git@h/r.git"), "ssh://git@h/r.git");
+        assert_eq!(redact("ssh://git:pw@h/r.git"), "ssh://git:***@h/r.git");
+        assert_eq!(redact("git@github.com:o/r.git"), "git@github.com:o/r.git");
     }
 
     #[test]

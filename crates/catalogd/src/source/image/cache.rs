@@ -1,7 +1,13 @@
-//! The layer cache: blobs on disk, by digest, so that a re-pull of a changed image fetches only
-//! the layers that changed, and a layer is streamed to disk rather than held in memory. A blob
-//! enters the cache only once its digest and size are verified; the least recently used blobs
-//! are dropped past a size limit.
+//! The layer cache: blobs on disk, by repository and digest, so that a re-pull of a changed
+//! image fetches only the layers that changed, and a layer is streamed to disk rather than held
+//! in memory. A blob enters the cache only once its digest and size are verified; the least
+//! recently used blobs are dropped past a size limit.
+//!
+//! A blob is cached for the repository it came from, never for a digest alone: a Catalog must
+//! have read the manifest of that repository (with its own credentials, if it needs any)
+//! before a cached layer of it is used. Keyed by digest alone, any manifest naming the digest
+//! of a private layer (served by a registry of the Catalog author's choosing) would unpack
+//! that layer from the cache, without its registry's credentials.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -150,17 +156,19 @@ impl LayerCache {
         Ok(Self { dir, max_bytes })
     }
 
-    /// Where `digest`'s blob lives (it may not be there).
-    fn path(&self, digest: &str) -> Result<PathBuf, BlobError> {
+    /// Where the blob `digest` of `repository` (`registry/name`) lives (it may not be there).
+    fn path(&self, repository: &str, digest: &str) -> Result<PathBuf, BlobError> {
         let (algorithm, hex) =
             parse_digest(digest).ok_or_else(|| BlobError::BadDigest(digest.to_owned()))?;
-        Ok(self.dir.join(format!("{algorithm}-{hex}")))
+        // A repository name may hold '/' and ':': its hash names it on disk.
+        let repo = crate::source::http::hex(&Sha256::digest(repository.as_bytes()));
+        Ok(self.dir.join(format!("{}-{algorithm}-{hex}", &repo[..16])))
     }
 
-    /// The cached blob of `digest`, if any, open (a trim by a concurrent pull may unlink it,
-    /// and it stays readable); marks it used.
-    pub fn get(&self, digest: &str) -> Option<fs::File> {
-        let path = self.path(digest).ok()?;
+    /// The cached blob `digest` of `repository`, if any, open (a trim by a concurrent pull may
+    /// unlink it, and it stays readable); marks it used.
+    pub fn get(&self, repository: &str, digest: &str) -> Option<fs::File> {
+        let path = self.path(repository, digest).ok()?;
         let file = fs::File::options()
             .read(true)
             .append(true)
@@ -171,11 +179,13 @@ impl LayerCache {
         Some(file)
     }
 
-    /// Streams `stream` into the cache as `digest`, checking its digest and that it has
-    /// exactly `size` bytes, at most `max`, and returns it open. Nothing enters the cache
-    /// unless it verified, and a fill that fails or is cancelled leaves nothing behind.
+    /// Streams `stream` into the cache as the blob `digest` of `repository`, checking its
+    /// digest and that it has exactly `size` bytes, at most `max`, and returns it open. Nothing
+    /// enters the cache unless it verified, and a fill that fails or is cancelled leaves
+    /// nothing behind.
     pub async fn fill<S>(
         &self,
+        repository: &str,
         digest: &str,
         size: u64,
         max: u64,
@@ -184,7 +194,7 @@ impl LayerCache {
     where
         S: Stream<Item = std::io::Result<bytes::Bytes>> + Unpin,
     {
-        let path = self.path(digest)?;
+        let path = self.path(repository, digest)?;
         let mut hasher = Hasher::for_digest(digest)?;
         // Unique per fill: two catalogs may pull the same layer at once.
         let partial = self.dir.join(format!(
@@ -232,9 +242,12 @@ impl LayerCache {
     }
 
     /// Drops the least recently used blobs until the cache holds at most its limit, never one
-    /// of `keep` (the image just unpacked).
-    pub fn trim(&self, keep: &[String]) -> std::io::Result<u64> {
-        let keep: Vec<PathBuf> = keep.iter().filter_map(|d| self.path(d).ok()).collect();
+    /// of `keep` (the image just unpacked: the layers `digests` of `repository`).
+    pub fn trim(&self, repository: &str, keep: &[String]) -> std::io::Result<u64> {
+        let keep: Vec<PathBuf> = keep
+            .iter()
+            .filter_map(|d| self.path(repository, d).ok())
+            .collect();
         let mut blobs: Vec<(SystemTime, u64, PathBuf)> = Vec::new();
         for entry in fs::read_dir(&self.dir)? {
             let entry = entry?;
@@ -294,6 +307,8 @@ fn rand_suffix() -> u32 {
 mod tests {
     use super::*;
 
+    const REPO: &str = "registry.example/catalog";
+
     fn digest(bytes: &[u8]) -> String {
         let mut h = Hasher::for_digest(&format!("sha256:{}", "0".repeat(64))).unwrap();
         h.update(bytes);
@@ -316,25 +331,52 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = LayerCache::open(dir.path(), 1 << 20).unwrap();
         let d = digest(b"hello world");
-        assert!(cache.get(&d).is_none());
+        assert!(cache.get(REPO, &d).is_none());
         let mut file = cache
-            .fill(&d, 11, 100, stream(&[b"hello ", b"world"]))
+            .fill(REPO, &d, 11, 100, stream(&[b"hello ", b"world"]))
             .await
             .unwrap();
         let mut read = Vec::new();
         std::io::Read::read_to_end(&mut file, &mut read).unwrap();
         assert_eq!(read, b"hello world");
-        assert!(cache.get(&d).is_some());
+        assert!(cache.get(REPO, &d).is_some());
 
         let other = digest(b"something else");
         let err = cache
-            .fill(&other, 11, 100, stream(&[b"hello world"]))
+            .fill(REPO, &other, 11, 100, stream(&[b"hello world"]))
             .await
             .unwrap_err();
         assert!(matches!(err, BlobError::Mismatch { .. }), "{err}");
-        assert!(cache.get(&other).is_none());
+        assert!(cache.get(REPO, &other).is_none());
         // No half-written file stays behind.
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    /// A layer cached for one repository is never served for another, whose manifest merely
+    /// names the same digest: that repository's registry must be asked for it.
+    #[tokio::test]
+    async fn a_blob_is_cached_for_its_repository_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = LayerCache::open(dir.path(), 1 << 20).unwrap();
+        let d = digest(b"private layer");
+        cache
+            .fill(
+                "private.example/team/catalog",
+                &d,
+                13,
+                100,
+                stream(&[b"private layer"]),
+            )
+            .await
+            .unwrap();
+        assert!(cache.get("private.example/team/catalog", &d).is_some());
+        for other in [
+            "evil.example/team/catalog",
+            "private.example/other",
+            "private.example/team/catalog2",
+        ] {
+            assert!(cache.get(other, &d).is_none(), "served to {other}");
+        }
     }
 
     #[test]
@@ -354,17 +396,17 @@ mod tests {
         let cache = LayerCache::open(dir.path(), 1 << 20).unwrap();
         let d = digest(b"0123456789");
         let err = cache
-            .fill(&d, 10, 5, stream(&[b"0123", b"456789"]))
+            .fill(REPO, &d, 10, 5, stream(&[b"0123", b"456789"]))
             .await
             .unwrap_err();
         assert!(err.to_string().contains("--max-content-bytes"), "{err}");
         let err = cache
-            .fill(&d, 4, 100, stream(&[b"0123456789"]))
+            .fill(REPO, &d, 4, 100, stream(&[b"0123456789"]))
             .await
             .unwrap_err();
         assert!(err.to_string().contains("descriptor"), "{err}");
         let err = cache
-            .fill(&d, 20, 100, stream(&[b"0123456789"]))
+            .fill(REPO, &d, 20, 100, stream(&[b"0123456789"]))
             .await
             .unwrap_err();
         assert!(
@@ -377,7 +419,12 @@ mod tests {
             ),
             "{err}"
         );
-        assert!(cache.fill("sha256:../x", 1, 1, stream(&[])).await.is_err());
+        assert!(
+            cache
+                .fill(REPO, "sha256:../x", 1, 1, stream(&[]))
+                .await
+                .is_err()
+        );
     }
 
     #[tokio::test]
@@ -388,20 +435,20 @@ mod tests {
         let mut digests = Vec::new();
         for (i, b) in blobs.iter().enumerate() {
             let d = digest(b);
-            cache.fill(&d, 10, 100, stream(&[b])).await.unwrap();
+            cache.fill(REPO, &d, 10, 100, stream(&[b])).await.unwrap();
             let when = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1000 + i as u64);
             fs::File::options()
                 .append(true)
-                .open(cache.path(&d).unwrap())
+                .open(cache.path(REPO, &d).unwrap())
                 .unwrap()
                 .set_modified(when)
                 .unwrap();
             digests.push(d);
         }
         // The oldest is kept because it is in use; the next oldest goes.
-        assert_eq!(cache.trim(&digests[..1]).unwrap(), 1);
-        assert!(cache.path(&digests[0]).unwrap().exists());
-        assert!(!cache.path(&digests[1]).unwrap().exists());
-        assert!(cache.path(&digests[2]).unwrap().exists());
+        assert_eq!(cache.trim(REPO, &digests[..1]).unwrap(), 1);
+        assert!(cache.path(REPO, &digests[0]).unwrap().exists());
+        assert!(!cache.path(REPO, &digests[1]).unwrap().exists());
+        assert!(cache.path(REPO, &digests[2]).unwrap().exists());
     }
 }

@@ -269,6 +269,13 @@ impl ImageSource {
         };
         check_image(&image.layers, self.options.max_bytes)?;
         let configs_dir = self.configs_dir(&client, access, &image).await?;
+        // Cached layers are this repository's: its manifest was just read with this Catalog's
+        // access.
+        let repository = format!(
+            "{}/{}",
+            access.reference.resolve_registry(),
+            access.reference.repository()
+        );
         let mut layers = Vec::with_capacity(image.layers.len());
         for (i, layer) in image.layers.iter().enumerate() {
             let what = || describe_layer(i, image.layers.len(), &layer.digest);
@@ -276,7 +283,7 @@ impl ImageSource {
                 what: what(),
                 source,
             })?;
-            let file = match self.cache.get(&layer.digest) {
+            let file = match self.cache.get(&repository, &layer.digest) {
                 Some(file) => {
                     self.count("cache", 0);
                     file
@@ -286,7 +293,13 @@ impl ImageSource {
                     let size = u64::try_from(layer.size).unwrap_or(0);
                     let file = self
                         .cache
-                        .fill(&layer.digest, size, self.options.max_bytes, stream)
+                        .fill(
+                            &repository,
+                            &layer.digest,
+                            size,
+                            self.options.max_bytes,
+                            stream,
+                        )
                         .await
                         .map_err(|source| PullError::Blob {
                             what: what(),
@@ -303,7 +316,7 @@ impl ImageSource {
         // Decompressing and untarring is CPU work: off the async workers.
         tokio::task::spawn_blocking(move || {
             let files = unpack(&configs_dir, layers, max, Some(deadline));
-            if let Err(e) = cache.trim(&digests) {
+            if let Err(e) = cache.trim(&repository, &digests) {
                 tracing::warn!(error = %e, dir = %cache.dir().display(), "could not trim the layer cache");
             }
             files
