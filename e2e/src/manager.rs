@@ -343,6 +343,9 @@ pub fn start_catalogd_with(name: &str, extra_args: &[String]) -> Result<Catalogd
         format!("--upload-address=127.0.0.1:{upload_port}"),
         format!("--upload-url=http://127.0.0.1:{upload_port}"),
         "--collector-image=olm-rs/catalogd:e2e".into(),
+        // Every test server (registry, git, http) listens on loopback: allowed, as an admin
+        // of such a machine would (sources are refused loopback by default).
+        "--allow-loopback-sources".into(),
         format!(
             "--registry-ca-file={}",
             crate::tls::ca()?.cert_file().display()

@@ -103,6 +103,24 @@ pub async fn http_file(path: &str, body: impl Into<Vec<u8>>) -> Result<(FileServ
     Ok((state, format!("http://{addr}{path}")))
 }
 
+/// Answers every request on loopback with a redirect to `location` (a source must check where
+/// a redirect goes); returns the URL to ask.
+pub async fn http_redirect(location: &str) -> Result<String> {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| Error::Cluster(format!("binding a redirect server: {e}")))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| Error::Cluster(e.to_string()))?;
+    let location = location.to_owned();
+    let app = axum::Router::new().fallback(move || {
+        let location = location.clone();
+        async move { (StatusCode::FOUND, [(header::LOCATION, location)]).into_response() }
+    });
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    Ok(format!("http://{addr}/catalog.yaml"))
+}
+
 /// A TLS listener for `axum::serve`: the handshake happens in `accept`; failed handshakes are
 /// skipped.
 pub(crate) struct TlsListener {

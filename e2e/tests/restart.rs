@@ -204,7 +204,8 @@ async fn an_untrusted_registry_certificate_fails_until_verification_is_skipped()
         serde_json::from_value(ctx.labelled(serde_json::json!({
             "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
             "metadata": {"name": secret, "namespace": olm_e2e::manager::OLM_NAMESPACE,
-                         "labels": {"olm-rs.io/catalog-credential": "true"}},
+                         "labels": {"olm-rs.io/catalog-credential": "true"},
+                         "annotations": {"olm-rs.io/credential-hosts": registry.host.clone()}},
             "stringData": {".dockerconfigjson": serde_json::json!(
                 {"auths": {registry.host.clone(): {"auth": auth}}}).to_string()}
         })))
@@ -241,6 +242,23 @@ async fn an_untrusted_registry_certificate_fails_until_verification_is_skipped()
     )
     .await
     .unwrap();
+    // Credentials to a registry whose certificate is not checked could go to anyone in
+    // between: refused, naming the admin's flag, with nothing sent.
+    let c = wait_reason(&api, &name, "CredentialNotAllowed")
+        .await
+        .unwrap();
+    let message = olm_e2e::catalogs::unpacked_message(&c);
+    assert!(
+        message.contains("--allow-credentials-without-tls-verify"),
+        "{message}"
+    );
+    let cd = cd
+        .restart(&[
+            "--registry-ca-file=/etc/ssl/certs/ca-certificates.crt".to_owned(),
+            "--allow-credentials-without-tls-verify".to_owned(),
+        ])
+        .unwrap();
+    let _stop = olm_e2e::manager::StopOnDrop(cd.manager.clone());
     wait_unpacked(&api, &name, None).await.unwrap();
     registry.stop().unwrap();
     ctx.cleanup().await.unwrap();
@@ -498,4 +516,46 @@ async fn generator_pods_left_by_a_restart_are_removed_and_run_again() {
     ctx.cleanup().await.unwrap();
     // The next test starts the shared catalogd afresh.
     cd.manager.stop().unwrap();
+}
+
+/// The network policy's default, as in a cluster: loopback is refused, by address and by a
+/// name that resolves to it, and the server sees no request at all. This binary's catalogd is
+/// restarted without the harness's `--allow-loopback-sources`, then with it again.
+#[tokio::test]
+async fn loopback_sources_are_refused_unless_the_admin_allows_them() {
+    let _serial = SERIAL.lock().await;
+    let ctx = TestContext::new("net-loopback").await.unwrap();
+    let cd = catalogd()
+        .unwrap()
+        .restart(&["--allow-loopback-sources=false".to_owned()])
+        .unwrap();
+    let _stop = olm_e2e::manager::StopOnDrop(cd.manager.clone());
+    let (server, url) = olm_e2e::serve::http_file("/catalog.yaml", example_catalog("0.1.0"))
+        .await
+        .unwrap();
+    let by_name = url.replace("127.0.0.1", "localhost");
+    let mut apis = Vec::new();
+    for (suffix, url) in [("ip", url.clone()), ("name", by_name)] {
+        let name = ctx.name(&format!("lo-{suffix}"));
+        let api = create_catalog(
+            &ctx,
+            &name,
+            serde_json::json!({"type": "http", "http": {"url": url}}),
+        )
+        .await
+        .unwrap();
+        let c = wait_reason(&api, &name, "HostNotAllowed").await.unwrap();
+        let message = olm_e2e::catalogs::unpacked_message(&c);
+        assert!(message.contains("--allow-loopback-sources"), "{message}");
+        apis.push((api, name));
+    }
+    assert_eq!(server.full(), 0, "a refused source was asked");
+    // Allowed by the admin (the harness's first flags): the same Catalogs unpack.
+    drop(_stop);
+    let cd = catalogd().unwrap().restart(&[]).unwrap();
+    let _stop = olm_e2e::manager::StopOnDrop(cd.manager.clone());
+    for (api, name) in &apis {
+        wait_unpacked(api, name, None).await.unwrap();
+    }
+    ctx.cleanup().await.unwrap();
 }

@@ -105,6 +105,11 @@ async fn case(name: &str, url: &str, scratch: &str) -> Result<(), Box<dyn Error>
         ca: Vec::new(),
         timeout: Duration::from_secs(300),
         shown: url.to_owned(),
+        // The benchmark's git server listens on loopback.
+        policy: std::sync::Arc::new(catalogd::source::network::NetworkPolicy {
+            allow_loopback: true,
+            ..Default::default()
+        }),
     };
     let scratch = std::path::PathBuf::from(scratch);
     let start_kib = status_kib("VmRSS").unwrap_or(0);

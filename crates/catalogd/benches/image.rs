@@ -155,11 +155,17 @@ async fn case(name: &str, host: &str, cache: &str) -> Result<(), Box<dyn Error>>
         ImageOptions {
             registry: RegistryOptions {
                 timeout: Duration::from_secs(60),
+                // The benchmark's registry listens on loopback.
+                policy: std::sync::Arc::new(catalogd::source::network::NetworkPolicy {
+                    allow_loopback: true,
+                    ..Default::default()
+                }),
                 ..Default::default()
             },
             max_bytes: 256 << 20,
             pull_timeout: Duration::from_secs(300),
             max_concurrent_pulls: 1,
+            allow_credentials_without_tls_verify: false,
         },
         LayerCache::open(cache, 1 << 30)?,
         None,

@@ -19,6 +19,7 @@ use catalogd::source::custom::{CustomMetrics, CustomOptions, CustomSource, uploa
 use catalogd::source::git::{GitMetrics, GitOptions, GitSource};
 use catalogd::source::image::registry::RegistryOptions;
 use catalogd::source::image::{ImageMetrics, ImageOptions, ImageSource, cache::LayerCache};
+use catalogd::source::network::NetworkPolicy;
 use catalogd::source::{Sources, configmaps::ConfigMapsSource, http::HttpSource};
 use catalogd::{controller, metrics::CatalogdMetrics, server, store::Store};
 use clap::Parser;
@@ -144,7 +145,48 @@ struct Flags {
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(catalogd::namespace::LEVELS))]
     namespace_pod_security: Option<String>,
     #[command(flatten)]
+    network: NetworkArgs,
+    #[command(flatten)]
     runtime: RuntimeArgs,
+}
+
+/// Where sources may connect (docs/catalogs.md, "Network policy").
+#[derive(clap::Args, Debug)]
+struct NetworkArgs {
+    /// Let sources reach loopback addresses (127.0.0.0/8, ::1): for a machine whose test
+    /// servers listen there, never in a cluster.
+    #[arg(long, num_args = 0..=1, default_value_t = false, default_missing_value = "true", action = clap::ArgAction::Set)]
+    allow_loopback_sources: bool,
+    /// Let sources reach link-local addresses (169.254.0.0/16, fe80::/10), where clouds serve
+    /// instance metadata.
+    #[arg(long, num_args = 0..=1, default_value_t = false, default_missing_value = "true", action = clap::ArgAction::Set)]
+    allow_link_local_sources: bool,
+    /// CIDRs sources never reach (comma-separated), such as the cluster's Service and Pod
+    /// ranges; the API server's and catalogd's own addresses always are.
+    #[arg(long, value_delimiter = ',')]
+    denied_source_cidrs: Vec<ipnet::IpNet>,
+    /// The only hosts sources may reach (comma-separated names, `*.domain` or addresses);
+    /// empty: any host the other rules allow.
+    #[arg(long, value_delimiter = ',')]
+    allowed_source_hosts: Vec<String>,
+    /// Let a Catalog send a pull secret to a registry with insecureSkipTLSVerify (its
+    /// certificate unchecked, so anyone in between can take the credentials).
+    #[arg(long, num_args = 0..=1, default_value_t = false, default_missing_value = "true", action = clap::ArgAction::Set)]
+    allow_credentials_without_tls_verify: bool,
+}
+
+impl NetworkArgs {
+    fn policy(&self) -> Arc<NetworkPolicy> {
+        Arc::new(
+            NetworkPolicy {
+                allow_loopback: self.allow_loopback_sources,
+                allow_link_local: self.allow_link_local_sources,
+                denied: self.denied_source_cidrs.clone(),
+                allowed_hosts: self.allowed_source_hosts.clone(),
+            }
+            .deny_own_addresses(|v| std::env::var(v).ok()),
+        )
+    }
 }
 
 fn main() -> Result<()> {
@@ -298,11 +340,13 @@ async fn lead(
         flags.max_content_bytes,
     );
     let watched = config_maps.watched_namespaces();
+    let policy = flags.network.policy();
     let http = HttpSource::new(
         client.clone(),
         flags.namespace.clone(),
         flags.max_content_bytes,
         Duration::from_secs(flags.http_timeout_seconds),
+        policy.clone(),
     );
     let layer_dir = flags
         .layer_cache_dir
@@ -316,10 +360,14 @@ async fn lead(
                 insecure_registries: flags.insecure_registries.clone(),
                 ca_pem,
                 timeout: Duration::from_secs(flags.http_timeout_seconds),
+                policy: policy.clone(),
             },
             max_bytes: flags.max_content_bytes,
             pull_timeout: Duration::from_secs(flags.image_timeout_seconds),
             max_concurrent_pulls: flags.max_concurrent_pulls,
+            allow_credentials_without_tls_verify: flags
+                .network
+                .allow_credentials_without_tls_verify,
         },
         LayerCache::open(&layer_dir, flags.layer_cache_bytes)
             .with_context(|| format!("opening the layer cache {}", layer_dir.display()))?,
@@ -334,6 +382,7 @@ async fn lead(
             max_concurrent: flags.max_concurrent_git_fetches,
             // Scratch repositories live beside the content; a name no Catalog can have.
             scratch: flags.storage_dir.join(".git-scratch"),
+            policy: policy.clone(),
         },
         Some(GitMetrics::new(&metrics.registry)?),
     );

@@ -4,12 +4,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use catalogd::source::SourceError;
 use catalogd::source::git::remote::{self, Remote};
 use catalogd::source::git::spec::Want;
 use catalogd::source::git::tree;
+use catalogd::source::network::NetworkPolicy;
 use gix::ObjectId;
 use olm_e2e::git::{GitCredentials, GitServer};
 
@@ -24,6 +26,11 @@ fn remote(url: &str, account: Option<(&str, &str)>) -> Remote {
         timeout: Duration::from_secs(30),
         shown: url.to_owned(),
         ssh: None,
+        // The test servers listen on loopback, which an admin allows here as the tests do.
+        policy: Arc::new(NetworkPolicy {
+            allow_loopback: true,
+            ..Default::default()
+        }),
     }
 }
 
@@ -288,6 +295,25 @@ async fn ssh_repositories_need_a_known_host_and_an_accepted_key() {
         .unwrap();
     assert_eq!(commit.to_string(), head);
     assert_eq!(files.len(), 1);
+
+    // Under the default network policy, the loopback server is never reached, over ssh or
+    // http: refused with its own reason, before a connection.
+    for refused in [
+        Remote {
+            policy: Arc::new(NetworkPolicy::default()),
+            ..good.clone()
+        },
+        Remote {
+            policy: Arc::new(NetworkPolicy::default()),
+            ..remote(&server.repo_url("catalogs"), None)
+        },
+    ] {
+        let err = ls(&refused, branch("main"), scratch.clone())
+            .await
+            .unwrap_err();
+        assert_eq!(err.reason, "HostNotAllowed", "{err}");
+        assert!(err.message.contains("--allow-loopback-sources"), "{err}");
+    }
 
     // A repository the server does not have: its own words, and the reason they give.
     let missing = Remote {

@@ -580,14 +580,42 @@ async fn a_secret_is_a_credential_only_once_it_opts_in() {
         "catalogd sent a request for a Secret that did not opt in"
     );
 
-    // Opting in: the watch on credential Secrets re-unpacks, with the token.
+    // Opting in, but naming another host: still nothing sent, and the condition says where
+    // the Secret may go.
     secrets
         .patch(
             &secret,
             &PatchParams::default(),
-            &Patch::Merge(
-                json!({"metadata": {"labels": {"olm-rs.io/catalog-credential": "true"}}}),
-            ),
+            &Patch::Merge(json!({"metadata": {
+                "labels": {"olm-rs.io/catalog-credential": "true"},
+                "annotations": {"olm-rs.io/credential-hosts": "catalogs.example.com"}
+            }})),
+        )
+        .await
+        .unwrap();
+    let c = wait_reason(&api, &name, "CredentialNotAllowed")
+        .await
+        .unwrap();
+    let message = unpacked_message(&c);
+    assert!(
+        message.contains("may be sent only to catalogs.example.com"),
+        "{message}"
+    );
+    assert_eq!(
+        server.authorizations(),
+        Vec::<Option<String>>::new(),
+        "catalogd sent a request with a Secret scoped to another host"
+    );
+    // Scoped to this server, and to this Catalog only: the watch on credential Secrets
+    // re-unpacks, with the token.
+    secrets
+        .patch(
+            &secret,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {
+                "olm-rs.io/credential-hosts": "127.0.0.1",
+                "olm-rs.io/credential-catalogs": name,
+            }}})),
         )
         .await
         .unwrap();

@@ -281,12 +281,55 @@ async fn a_private_repository_needs_an_opted_in_secret_over_https() {
     .unwrap();
     wait_reason(&api, &name, "SecretNotOptedIn").await.unwrap();
 
-    // Opted in, with a wrong password: refused, and the password is never shown.
+    // Opted in, but saying nowhere where it may be sent: still not sent.
     doc["metadata"]["labels"]["olm-rs.io/catalog-credential"] = json!("true");
     secrets
         .patch(&secret, &PatchParams::default(), &Patch::Merge(doc.clone()))
         .await
         .unwrap();
+    let c = wait_reason(&api, &name, "CredentialNotAllowed")
+        .await
+        .unwrap();
+    assert!(
+        unpacked_message(&c).contains("olm-rs.io/credential-hosts"),
+        "{}",
+        unpacked_message(&c)
+    );
+    // Scoped to another path of the server: not this repository.
+    let origin = url.split("/private/").next().unwrap().to_owned();
+    let scoped = |prefix: String| {
+        let secrets = secrets.clone();
+        let secret = secret.clone();
+        async move {
+            secrets
+                .patch(
+                    &secret,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"metadata": {"annotations": {
+                        "olm-rs.io/credential-hosts": prefix}}})),
+                )
+                .await
+                .unwrap();
+        }
+    };
+    scoped(format!("{origin}/public/")).await;
+    wait_for(
+        &api,
+        &name,
+        "refused for another prefix",
+        Duration::from_secs(60),
+        |c| {
+            find_condition(&status(c).conditions, "Unpacked").is_some_and(|u| {
+                u.reason == "CredentialNotAllowed" && u.message.contains("may be sent only to")
+            })
+        },
+    )
+    .await
+    .unwrap();
+
+    // Opted in and scoped to this repository's prefix, with a wrong password: refused by the
+    // server, and the password is never shown.
+    scoped(format!("{origin}/private/")).await;
     let refused = wait_for(
         &api,
         &name,
@@ -349,7 +392,9 @@ async fn an_ssh_repository_needs_a_key_and_the_hosts_known_key() {
     let doc = ctx.labelled(json!({
         "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/ssh-auth",
         "metadata": {"name": secret, "namespace": OLM_NAMESPACE,
-            "labels": {"olm-rs.io/catalog-credential": "true"}},
+            "labels": {"olm-rs.io/catalog-credential": "true"},
+            // The ssh server's host (any port).
+            "annotations": {"olm-rs.io/credential-hosts": "127.0.0.1"}},
         "stringData": {"ssh-privatekey": sshd.private_key},
     }));
     secrets

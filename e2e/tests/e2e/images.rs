@@ -329,6 +329,8 @@ async fn a_private_registry_needs_an_opted_in_pull_secret() {
         }));
         if opted_in {
             secret["metadata"]["labels"]["olm-rs.io/catalog-credential"] = json!("true");
+            secret["metadata"]["annotations"] =
+                json!({"olm-rs.io/credential-hosts": registry.host.clone()});
         }
         let secrets = secrets.clone();
         async move {
@@ -392,6 +394,42 @@ async fn a_private_registry_needs_an_opted_in_pull_secret() {
         )
         .await
         .unwrap();
+    // Opted in, but scoped to nowhere, then to another registry: nothing is sent.
+    let c = wait_reason(&api, &name, "CredentialNotAllowed")
+        .await
+        .unwrap();
+    assert!(
+        unpacked_message(&c).contains("olm-rs.io/credential-hosts"),
+        "{}",
+        unpacked_message(&c)
+    );
+    let scope = |hosts: String| {
+        let secrets = secrets.clone();
+        let right = right.clone();
+        async move {
+            secrets
+                .patch(
+                    &right,
+                    &PatchParams::default(),
+                    &Patch::Merge(
+                        json!({"metadata": {"annotations": {"olm-rs.io/credential-hosts": hosts}}}),
+                    ),
+                )
+                .await
+                .unwrap();
+        }
+    };
+    scope("registry.example.com".into()).await;
+    wait_for(
+        &api,
+        &name,
+        "refused for another registry",
+        Duration::from_secs(60),
+        |c| unpacked_message_of(c).contains("may be sent only to registry.example.com"),
+    )
+    .await
+    .unwrap();
+    scope(format!("registry.example.com, {}", registry.host)).await;
     let c = wait_unpacked(&api, &name, None).await.unwrap();
     assert!(resolved_ref(&c).starts_with(&format!("{}/{repository}@sha256:", registry.host)));
     ctx.cleanup().await.unwrap();

@@ -7,6 +7,7 @@ mod custom;
 mod garbage_collection;
 mod git;
 mod images;
+mod network;
 mod operators;
 mod samples;
 mod switcher;

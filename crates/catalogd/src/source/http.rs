@@ -4,6 +4,7 @@
 //! Credentials come only from Secrets that opted in (see [`super::credentials`]) and travel
 //! only over TLS.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -16,8 +17,12 @@ use olm_api::catalog::{
 use sha2::{Digest, Sha256};
 
 use super::credentials::{HttpAuth, ca_bundle, http_auth, opted_in_secret};
-use super::{CatalogSource, Fetched, SourceError, archive, reasons, too_large};
+use super::network::NetworkPolicy;
+use super::{CatalogSource, Fetched, SourceError, archive, reasons, scope, too_large};
 use crate::plan::Mode;
+
+/// The most redirects a fetch follows (each checked against the network policy).
+const MAX_REDIRECTS: usize = 10;
 
 /// Fetches catalogs over HTTP(S).
 pub struct HttpSource {
@@ -25,24 +30,36 @@ pub struct HttpSource {
     own_namespace: String,
     max_bytes: u64,
     timeout: Duration,
+    policy: Arc<NetworkPolicy>,
 }
 
 impl HttpSource {
     /// A source reading Secrets and CA bundles from `own_namespace`, accepting bodies (and
-    /// unpacked archives) up to `max_bytes`, and giving up on a request after `timeout`.
-    pub fn new(client: Client, own_namespace: String, max_bytes: u64, timeout: Duration) -> Self {
+    /// unpacked archives) up to `max_bytes`, giving up on a request after `timeout`, and
+    /// reaching only what `policy` allows.
+    pub fn new(
+        client: Client,
+        own_namespace: String,
+        max_bytes: u64,
+        timeout: Duration,
+        policy: Arc<NetworkPolicy>,
+    ) -> Self {
         Self {
             client,
             own_namespace,
             max_bytes,
             timeout,
+            policy,
         }
     }
 
     async fn http_client(&self, spec: &HttpSpec) -> Result<reqwest::Client, SourceError> {
         let mut builder = reqwest::Client::builder()
             .timeout(self.timeout)
-            .connect_timeout(self.timeout.min(Duration::from_secs(30)));
+            .connect_timeout(self.timeout.min(Duration::from_secs(30)))
+            // Every address a name resolves to, and every redirect, obeys the policy.
+            .dns_resolver(self.policy.resolver())
+            .redirect(self.policy.redirects(MAX_REDIRECTS));
         if let Some(ca) = &spec.ca_bundle {
             let key = ca.key.as_deref().unwrap_or("ca.crt");
             for cert in ca_bundle(&self.client, &self.own_namespace, &ca.config_map, key).await? {
@@ -57,8 +74,14 @@ impl HttpSource {
         })
     }
 
-    /// The credentials of `spec`, if it names a Secret: checked before any request is made.
-    async fn credentials(&self, spec: &HttpSpec) -> Result<Option<HttpAuth>, SourceError> {
+    /// The credentials of `spec`, if it names a Secret: checked before any request is made,
+    /// as is that the Secret allows the Catalog `catalog` to send them to the URL.
+    async fn credentials(
+        &self,
+        spec: &HttpSpec,
+        url: &url::Url,
+        catalog: &str,
+    ) -> Result<Option<HttpAuth>, SourceError> {
         let Some(secret_ref) = &spec.auth_secret else {
             return Ok(None);
         };
@@ -80,6 +103,7 @@ impl HttpSource {
             "auth Secret",
         )
         .await?;
+        scope::check(&secret, &secret_ref.name, catalog, &scope::Target::Url(url))?;
         http_auth(&secret, &secret_ref.name).map(Some)
     }
 
@@ -89,7 +113,15 @@ impl HttpSource {
         let now = Time(k8s_openapi::jiff::Timestamp::now());
         // Credentials first: a Secret that did not opt in fails the fetch before anything is
         // sent.
-        let auth = self.credentials(&spec).await?;
+        let catalog_name = catalog.metadata.name.as_deref().unwrap_or_default();
+        let url = url::Url::parse(&spec.url).map_err(|e| {
+            SourceError::new(reasons::UNPACK_FAILED, format!("{shown} is not a URL: {e}"))
+        })?;
+        // Before anything else: a refused host is never asked, not even for a Secret's sake.
+        self.policy.check_url(&url).map_err(|r| {
+            SourceError::new(reasons::HOST_NOT_ALLOWED, format!("GET {shown}: {r}"))
+        })?;
+        let auth = self.credentials(&spec, &url, catalog_name).await?;
         let client = self.http_client(&spec).await?;
         let mut request = client.get(&spec.url);
         let since = super::since(mode)
@@ -108,12 +140,10 @@ impl HttpSource {
             Some(HttpAuth::Basic(user, password)) => request.basic_auth(user, password),
             None => request,
         };
-        let response = request.send().await.map_err(|e| {
-            SourceError::new(
-                reasons::UNPACK_FAILED,
-                format!("GET {shown}: {}", describe(e, "--http-timeout-seconds")),
-            )
-        })?;
+        let response = request
+            .send()
+            .await
+            .map_err(|e| request_failed(&shown, e))?;
         let status = response.status();
         // A 304 counts only as the answer to a conditional request we sent.
         if status == reqwest::StatusCode::NOT_MODIFIED
@@ -239,6 +269,18 @@ fn resolved(http: ResolvedHttpSource) -> ResolvedSource {
         http: Some(http),
         ..Default::default()
     }
+}
+
+/// A request that failed: refused by the network policy (at a redirect or a name's address),
+/// or another failure, with its causes.
+fn request_failed(shown: &str, e: reqwest::Error) -> SourceError {
+    if let Some(refused) = NetworkPolicy::refusal_in(&e) {
+        return SourceError::new(reasons::HOST_NOT_ALLOWED, format!("GET {shown}: {refused}"));
+    }
+    SourceError::new(
+        reasons::UNPACK_FAILED,
+        format!("GET {shown}: {}", describe(e, "--http-timeout-seconds")),
+    )
 }
 
 /// reqwest's error with its causes, so "timed out" or "connection refused" is visible; a

@@ -9,6 +9,8 @@ pub mod custom;
 pub mod git;
 pub mod http;
 pub mod image;
+pub mod network;
+pub mod scope;
 #[cfg(test)]
 pub(crate) mod test_tar;
 
@@ -66,6 +68,12 @@ pub mod reasons {
     pub const UNAUTHORIZED: &str = "Unauthorized";
     /// The image reference does not parse.
     pub const INVALID_REFERENCE: &str = "InvalidImageReference";
+    /// A credential Secret does not allow this use: the hosts or Catalogs it names (see
+    /// `scope`), or credentials with TLS verification off.
+    pub const CREDENTIAL_NOT_ALLOWED: &str = "CredentialNotAllowed";
+    /// The source's host or address is one catalogd's admin does not let sources reach (see
+    /// `network`).
+    pub const HOST_NOT_ALLOWED: &str = "HostNotAllowed";
 }
 
 /// Why a fetch failed: a condition reason and a message that says what to fix.

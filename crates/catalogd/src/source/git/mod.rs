@@ -24,7 +24,7 @@ use tokio::sync::Semaphore;
 
 use self::spec::{Transport, Want};
 use super::credentials::{HttpAuth, ca_bundle, http_auth, opted_in_secret};
-use super::{CatalogSource, Fetched, SourceError, reasons};
+use super::{CatalogSource, Fetched, SourceError, reasons, scope};
 use crate::plan::Mode;
 
 /// The user name sent with a `token` (git hosts accept any with a token as the password).
@@ -41,6 +41,8 @@ pub struct GitOptions {
     pub max_concurrent: usize,
     /// Where scratch repositories live while a fetch runs.
     pub scratch: PathBuf,
+    /// Where fetches may connect.
+    pub policy: Arc<super::network::NetworkPolicy>,
 }
 
 /// Counts of the git source.
@@ -116,6 +118,7 @@ impl GitSource {
         &self,
         spec: &GitSpec,
         transport: Transport,
+        catalog: &str,
     ) -> Result<Credentials, SourceError> {
         let Some(secret_ref) = &spec.auth_secret else {
             if transport == Transport::Ssh {
@@ -144,6 +147,33 @@ impl GitSource {
             "auth Secret",
         )
         .await?;
+        // The Secret must allow this Catalog to send it to this repository's host.
+        if transport == Transport::Ssh {
+            let target = ssh::target(&spec.repository)?;
+            let port = (target.port != 22).then_some(target.port);
+            scope::check(
+                &secret,
+                &secret_ref.name,
+                catalog,
+                &scope::Target::Host {
+                    host: &target.host,
+                    port,
+                },
+            )?;
+        } else {
+            let url = url::Url::parse(&spec.repository).map_err(|e| {
+                SourceError::new(
+                    spec::INVALID_SPEC,
+                    format!("{} is not a URL: {e}", spec::redact(&spec.repository)),
+                )
+            })?;
+            scope::check(
+                &secret,
+                &secret_ref.name,
+                catalog,
+                &scope::Target::Url(&url),
+            )?;
+        }
         if transport == Transport::Ssh {
             return ssh_auth(&secret, &secret_ref.name).map(|a| Credentials {
                 ssh: Some(a),
@@ -164,7 +194,8 @@ impl GitSource {
         let want = Want::from_spec(&spec.r#ref)?;
         let transport = spec::transport(&spec.repository)?;
         let directory = spec::directory(&spec)?;
-        let credentials = self.credentials(&spec, transport).await?;
+        let catalog_name = catalog.metadata.name.as_deref().unwrap_or_default();
+        let credentials = self.credentials(&spec, transport, catalog_name).await?;
         let ca = match &spec.ca_bundle {
             Some(ca) => {
                 let key = ca.key.as_deref().unwrap_or("ca.crt");
@@ -179,6 +210,7 @@ impl GitSource {
             ca,
             timeout: self.options.timeout,
             shown: spec::redact(&spec.repository),
+            policy: self.options.policy.clone(),
         };
         // What was fetched last for this repository, if the plan asks to compare.
         let since = super::since(mode)

@@ -18,6 +18,7 @@ use gix::sec::identity::Account;
 
 use super::spec::Want;
 use super::tree::{Item, Kind, Objects};
+use crate::source::network::NetworkPolicy;
 use crate::source::{SourceError, reasons};
 
 /// Where and how to reach a repository.
@@ -35,6 +36,23 @@ pub struct Remote {
     pub timeout: Duration,
     /// How messages name the repository (the URL without a password).
     pub shown: String,
+    /// Where the fetch may connect.
+    pub policy: Arc<NetworkPolicy>,
+}
+
+impl Remote {
+    /// Refuses an http(s) repository whose host the policy does not allow, before connecting
+    /// (an ssh host is checked as it is resolved).
+    fn check_host(&self) -> Result<(), SourceError> {
+        match url::Url::parse(&self.url) {
+            Ok(url) if url.scheme().starts_with("http") => {
+                self.policy.check_url(&url).map_err(|r| {
+                    SourceError::new(reasons::HOST_NOT_ALLOWED, format!("{}: {r}", self.shown))
+                })
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 /// What an ssh server wrote to stderr during an operation (its reason for refusing).
@@ -77,6 +95,7 @@ impl Fetched {
 /// Asks the remote which commit `want` (a branch or tag) points at: the handshake and one
 /// `ls-refs` for that ref alone. `scratch` is a directory for a throwaway repository.
 pub fn ls_ref(remote: &Remote, want: &Want, scratch: &Path) -> Result<ObjectId, SourceError> {
+    remote.check_host()?;
     let dir = scratch_dir(scratch)?;
     let repo = init(dir.path())?;
     let handle = remote_for(&repo, remote, want)?;
@@ -96,6 +115,7 @@ pub fn fetch(
     scratch: &Path,
     max_bytes: u64,
 ) -> Result<Fetched, SourceError> {
+    remote.check_host()?;
     let dir = scratch_dir(scratch)?;
     let repo = init(dir.path())?;
     let interrupt = Arc::new(AtomicBool::new(false));
@@ -241,6 +261,7 @@ fn connect<'a, 'repo>(
             timeout: remote.timeout,
             max_bytes,
             stderr: said.clone(),
+            policy: remote.policy.clone(),
         };
         let transport = super::ssh::connect(&target, auth, &bounds, scratch, &remote.shown)
             .map_err(gix::Error::from_error)?;
@@ -276,6 +297,7 @@ mod http_transport {
 fn http_options(remote: &Remote) -> http::Options {
     let ca = remote.ca.clone();
     let timeout = remote.timeout;
+    let resolver = remote.policy.resolver();
     let backend = http::reqwest::Options {
         configure_client: Some(Box::new(move |mut builder| {
             for cert in &ca {
@@ -283,7 +305,9 @@ fn http_options(remote: &Remote) -> http::Options {
             }
             Ok(builder
                 .timeout(timeout)
-                .connect_timeout(timeout.min(Duration::from_secs(30))))
+                .connect_timeout(timeout.min(Duration::from_secs(30)))
+                // Every address a name resolves to obeys the network policy.
+                .dns_resolver(resolver.clone()))
         })),
         configure_request: None,
     };
@@ -291,6 +315,9 @@ fn http_options(remote: &Remote) -> http::Options {
         user_agent: Some(concat!("olm-rs-catalogd/", env!("CARGO_PKG_VERSION")).into()),
         connect_timeout: Some(timeout.min(Duration::from_secs(30))),
         backend: Some(Arc::new(Mutex::new(backend))),
+        // gix would send later requests to where a redirect pointed (an address it connects
+        // to without asking the policy's resolver): a repository is named by its own URL.
+        follow_redirects: http::options::FollowRedirects::None,
         ..Default::default()
     }
 }
@@ -401,6 +428,12 @@ fn classify(
         .find_map(|e| e.downcast_ref::<SourceError>())
     {
         return found.clone();
+    }
+    if let Some(refused) = e.iter_errors().find_map(NetworkPolicy::refusal_in) {
+        return SourceError::new(
+            reasons::HOST_NOT_ALLOWED,
+            format!("{doing} {}: {refused}", remote.shown),
+        );
     }
     let timed_out = e.iter_errors().any(|e| {
         e.downcast_ref::<reqwest::Error>()

@@ -203,6 +203,8 @@ pub struct Bounds {
     pub max_bytes: u64,
     /// Receives what the server writes to stderr.
     pub stderr: Arc<Mutex<Vec<u8>>>,
+    /// Where it may connect: the host's addresses are resolved through it.
+    pub policy: Arc<crate::source::network::NetworkPolicy>,
 }
 
 /// Connects to `target` as `auth` says and starts `git-upload-pack`; `scratch` is a folder
@@ -248,7 +250,13 @@ pub fn connect(
     });
     let command = format!("git-upload-pack {}", quote(&target.path));
     let session = runtime.block_on(async {
-        let connecting = client::connect(config, (target.host.as_str(), target.port), handler);
+        // Only the addresses the policy allows, resolved once: the connection goes to them.
+        let addresses = bounds
+            .policy
+            .resolve(&target.host, target.port)
+            .await
+            .map_err(|r| SourceError::new(reasons::HOST_NOT_ALLOWED, format!("{shown}: {r}")))?;
+        let connecting = client::connect(config, &addresses[..], handler);
         let mut session =
             match tokio::time::timeout(timeout.min(Duration::from_secs(30)), connecting).await {
                 Ok(Ok(s)) => s,

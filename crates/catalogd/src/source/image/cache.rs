@@ -108,18 +108,8 @@ where
     Ok(body)
 }
 
-/// A stream's error: oci-client checks digests as it streams and reports a mismatch as an
-/// I/O error wrapping its digest error.
+/// A stream's error (the registry connection's).
 fn stream_error(e: std::io::Error) -> BlobError {
-    if let Some(oci_client::errors::DigestError::VerificationError { expected, actual }) = e
-        .get_ref()
-        .and_then(|inner| inner.downcast_ref::<oci_client::errors::DigestError>())
-    {
-        return BlobError::Mismatch {
-            expected: expected.clone(),
-            actual: actual.clone(),
-        };
-    }
     BlobError::Stream(e.to_string())
 }
 
@@ -377,17 +367,6 @@ mod tests {
         ] {
             assert!(cache.get(other, &d).is_none(), "served to {other}");
         }
-    }
-
-    #[test]
-    fn oci_clients_digest_errors_are_mismatches() {
-        let e = std::io::Error::other(oci_client::errors::DigestError::VerificationError {
-            expected: "sha256:a".into(),
-            actual: "sha256:b".into(),
-        });
-        assert!(matches!(stream_error(e), BlobError::Mismatch { .. }));
-        let other = stream_error(std::io::Error::other("connection reset"));
-        assert!(matches!(other, BlobError::Stream(_)), "{other}");
     }
 
     #[tokio::test]

@@ -2,11 +2,10 @@
 //! condition reason and message. Messages never carry a credential: registries do not echo
 //! them, and URLs in image references have none.
 
-use oci_client::errors::{OciDistributionError, OciErrorCode};
-
 use super::cache::BlobError;
 use super::filesystem::LayerError;
 use crate::source::http::describe;
+use crate::source::network::{NetworkPolicy, Refused};
 use crate::source::{SourceError, reasons};
 
 /// The flag that bounds connecting to a registry and each read, named when one times out.
@@ -26,12 +25,32 @@ pub enum Offered {
 /// Why a pull failed.
 #[derive(Debug, thiserror::Error)]
 pub enum PullError {
-    /// The registry client failed.
-    #[error("{0}")]
-    Oci(#[from] OciDistributionError),
-    /// A request of catalogd's own (the cheap digest check) failed.
+    /// The registry answered with an error: its status, error codes and (clipped) words.
+    #[error("the registry answered HTTP {status}: {words}")]
+    Registry {
+        /// The HTTP status.
+        status: u16,
+        /// The OCI error codes of its body (`MANIFEST_UNKNOWN`, …).
+        codes: Vec<String>,
+        /// What it said, at most a line.
+        words: String,
+    },
+    /// The registry (or its token service) refused, or asked for credentials there are none
+    /// of.
+    #[error("unauthorized")]
+    Unauthorized,
+    /// A request failed (connecting, TLS, a read, a redirect).
     #[error("{0}")]
     Request(#[from] reqwest::Error),
+    /// The network policy refused a destination.
+    #[error("{0}")]
+    Refused(#[from] Refused),
+    /// The pull secret may not be sent where the registry asked for it.
+    #[error("{}", .0.message)]
+    Credential(SourceError),
+    /// A manifest, error or token larger than catalogd reads.
+    #[error("{0}")]
+    TooLarge(String),
     /// A blob could not be fetched into the cache.
     #[error("{what}: {source}")]
     Blob {
@@ -62,8 +81,8 @@ impl PullError {
     /// that the other scheme may be tried.
     pub fn is_connect(&self) -> bool {
         match self {
-            PullError::Request(e) | PullError::Oci(OciDistributionError::RequestError(e)) => {
-                e.is_connect() && !is_certificate_error(e)
+            PullError::Request(e) => {
+                e.is_connect() && !is_certificate_error(e) && NetworkPolicy::refusal_in(e).is_none()
             }
             _ => false,
         }
@@ -73,8 +92,42 @@ impl PullError {
     /// offered as credentials.
     pub fn into_source_error(self, image: &str, offered: &Offered) -> SourceError {
         let (reason, why) = match self {
-            PullError::Oci(e) => oci(e, offered),
-            PullError::Request(e) => (reasons::UNPACK_FAILED, describe(e, TIMEOUT_FLAG)),
+            PullError::Registry {
+                status,
+                codes,
+                words,
+            } => {
+                let has = |wanted: &[&str]| codes.iter().any(|c| wanted.contains(&c.as_str()));
+                // The registry's own words, or (a bodiless answer) its status.
+                let answered = if words.is_empty() {
+                    format!("the registry answered HTTP {status}")
+                } else {
+                    format!("the registry answered: {words}")
+                };
+                if has(&["MANIFEST_UNKNOWN", "NAME_UNKNOWN", "BLOB_UNKNOWN"]) || status == 404 {
+                    (reasons::SOURCE_NOT_FOUND, answered)
+                } else if has(&["UNAUTHORIZED", "DENIED"]) || status == 401 || status == 403 {
+                    (
+                        reasons::UNAUTHORIZED,
+                        format!("{}; {answered}", unauthorized(offered)),
+                    )
+                } else if words.is_empty() {
+                    (reasons::UNPACK_FAILED, answered)
+                } else {
+                    (
+                        reasons::UNPACK_FAILED,
+                        format!("the registry answered HTTP {status}: {words}"),
+                    )
+                }
+            }
+            PullError::Unauthorized => (reasons::UNAUTHORIZED, unauthorized(offered)),
+            PullError::Request(e) => match NetworkPolicy::refusal_in(&e) {
+                Some(refused) => (reasons::HOST_NOT_ALLOWED, refused.0),
+                None => (reasons::UNPACK_FAILED, describe(e, TIMEOUT_FLAG)),
+            },
+            PullError::Refused(refused) => (reasons::HOST_NOT_ALLOWED, refused.0),
+            PullError::Credential(e) => (e.reason, e.message),
+            PullError::TooLarge(why) => (reasons::CONTENT_TOO_LARGE, why),
             PullError::Blob { what, source } => {
                 let reason = match &source {
                     BlobError::Mismatch { .. } => reasons::CHECKSUM_MISMATCH,
@@ -97,67 +150,6 @@ impl PullError {
             }
         };
         SourceError::new(reason, format!("pulling {image}: {why}"))
-    }
-}
-
-fn oci(e: OciDistributionError, offered: &Offered) -> (&'static str, String) {
-    match e {
-        OciDistributionError::UnauthorizedError { .. }
-        | OciDistributionError::AuthenticationFailure(_) => {
-            (reasons::UNAUTHORIZED, unauthorized(offered))
-        }
-        OciDistributionError::RegistryError { envelope, .. } => {
-            let unknown = envelope.errors.iter().any(|e| {
-                matches!(
-                    e.code,
-                    OciErrorCode::ManifestUnknown
-                        | OciErrorCode::NameUnknown
-                        | OciErrorCode::BlobUnknown
-                )
-            });
-            let denied = envelope
-                .errors
-                .iter()
-                .any(|e| matches!(e.code, OciErrorCode::Unauthorized | OciErrorCode::Denied));
-            let words: Vec<String> = envelope
-                .errors
-                .iter()
-                .map(|e| {
-                    let code = serde_json::to_value(&e.code)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_owned))
-                        .unwrap_or_default();
-                    format!("{} ({code})", e.message)
-                })
-                .collect();
-            let reason = if unknown {
-                reasons::SOURCE_NOT_FOUND
-            } else if denied {
-                reasons::UNAUTHORIZED
-            } else {
-                reasons::UNPACK_FAILED
-            };
-            (
-                reason,
-                format!("the registry answered: {}", words.join("; ")),
-            )
-        }
-        OciDistributionError::ServerError { code, message, .. } => (
-            if code == 404 {
-                reasons::SOURCE_NOT_FOUND
-            } else {
-                reasons::UNPACK_FAILED
-            },
-            format!(
-                "the registry answered HTTP {code}: {}",
-                first_line(&message)
-            ),
-        ),
-        OciDistributionError::RequestError(e) => {
-            (reasons::UNPACK_FAILED, describe(e, TIMEOUT_FLAG))
-        }
-        OciDistributionError::DigestError(e) => (reasons::CHECKSUM_MISMATCH, e.to_string()),
-        other => (reasons::UNPACK_FAILED, other.to_string()),
     }
 }
 
@@ -198,47 +190,43 @@ fn unauthorized(offered: &Offered) -> String {
     }
 }
 
-/// The first line of a body, shortened: enough to say what a server said.
-fn first_line(text: &str) -> String {
-    let line = text.lines().next().unwrap_or_default().trim();
-    line.chars().take(200).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oci_client::errors::{OciEnvelope, OciError};
 
-    fn envelope(code: OciErrorCode, message: &str) -> OciDistributionError {
-        OciDistributionError::RegistryError {
-            envelope: OciEnvelope {
-                errors: vec![OciError {
-                    code,
-                    message: message.into(),
-                    detail: serde_json::Value::Null,
-                }],
-            },
-            url: "http://r/v2/x/manifests/1".into(),
+    fn registry(status: u16, code: &str, words: &str) -> PullError {
+        PullError::Registry {
+            status,
+            codes: vec![code.into()],
+            words: words.into(),
         }
     }
 
     #[test]
     fn registry_errors_keep_the_registry_words() {
-        let e = PullError::Oci(envelope(OciErrorCode::ManifestUnknown, "manifest unknown"))
-            .into_source_error("r/x:1", &Offered::Nothing);
+        let e = registry(
+            404,
+            "MANIFEST_UNKNOWN",
+            "manifest unknown (MANIFEST_UNKNOWN)",
+        )
+        .into_source_error("r/x:1", &Offered::Nothing);
         assert_eq!(e.reason, reasons::SOURCE_NOT_FOUND);
         assert_eq!(
             e.message,
             "pulling r/x:1: the registry answered: manifest unknown (MANIFEST_UNKNOWN)"
         );
+        let e = registry(500, "", "oops").into_source_error("r/x:1", &Offered::Nothing);
+        assert_eq!(e.reason, reasons::UNPACK_FAILED);
+        assert!(e.message.ends_with("HTTP 500: oops"), "{}", e.message);
+        let e = registry(403, "DENIED", "no").into_source_error("r/x:1", &Offered::Credentials);
+        assert_eq!(e.reason, reasons::UNAUTHORIZED);
     }
 
     #[test]
     fn unauthorized_says_whether_credentials_were_sent() {
-        let e = || OciDistributionError::UnauthorizedError { url: "u".into() };
-        let without = PullError::Oci(e()).into_source_error("r/x:1", &Offered::Nothing);
+        let without = PullError::Unauthorized.into_source_error("r/x:1", &Offered::Nothing);
         let no_entry =
-            PullError::Oci(e()).into_source_error("r/x:1", &Offered::NoEntry("ps".into()));
+            PullError::Unauthorized.into_source_error("r/x:1", &Offered::NoEntry("ps".into()));
         assert!(
             no_entry.message.contains("pull secret ps has none"),
             "{}",
@@ -250,12 +238,22 @@ mod tests {
                 .message
                 .contains("unauthorized: it requires credentials")
         );
-        let with = PullError::Oci(e()).into_source_error("r/x:1", &Offered::Credentials);
+        let with = PullError::Unauthorized.into_source_error("r/x:1", &Offered::Credentials);
         assert!(
             with.message.contains("refused the credentials"),
             "{}",
             with.message
         );
+    }
+
+    #[test]
+    fn refusals_and_bounds_have_their_reasons() {
+        let refused = PullError::Refused(Refused("169.254.169.254 is link-local".into()))
+            .into_source_error("r/x:1", &Offered::Nothing);
+        assert_eq!(refused.reason, reasons::HOST_NOT_ALLOWED);
+        let big = PullError::TooLarge("the manifest is larger than 4194304 bytes".into())
+            .into_source_error("r/x:1", &Offered::Nothing);
+        assert_eq!(big.reason, reasons::CONTENT_TOO_LARGE);
     }
 
     #[test]

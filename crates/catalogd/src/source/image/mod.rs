@@ -9,6 +9,7 @@
 
 pub mod auth;
 pub mod cache;
+pub mod client;
 pub mod errors;
 pub mod filesystem;
 pub mod manifest;
@@ -21,20 +22,21 @@ use std::time::{Duration, Instant};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use oci_client::Reference;
 use oci_client::manifest::{OciDescriptor, OciImageManifest};
 use oci_client::secrets::RegistryAuth;
-use oci_client::{Client, Reference};
 use olm_api::catalog::{Catalog, ResolvedImageSource, ResolvedSource, SourceType};
 use prometheus::{IntCounterVec, Opts};
 use tokio::sync::Semaphore;
 
 use self::cache::{LayerCache, read_verified};
+use self::client::Credentials;
 use self::errors::PullError;
 use self::filesystem::ImageFs;
 use self::manifest::Manifest;
 use self::registry::{Access, Registries, RegistryOptions};
 use super::credentials::opted_in_secret;
-use super::{CatalogSource, Fetched, SourceError, reasons};
+use super::{CatalogSource, Fetched, SourceError, reasons, scope};
 use crate::plan::Mode;
 
 /// The label that names the FBC directory of a catalog image.
@@ -60,6 +62,8 @@ pub struct ImageOptions {
     pub pull_timeout: Duration,
     /// Pulls running at once, across all Catalogs.
     pub max_concurrent_pulls: usize,
+    /// Whether a pull secret may be sent with `insecureSkipTLSVerify`.
+    pub allow_credentials_without_tls_verify: bool,
 }
 
 /// Counts of the image source.
@@ -125,18 +129,36 @@ impl ImageSource {
         }
     }
 
-    /// The credentials of `pull_secret` for `registry`: checked before any request is made.
-    async fn auth(
+    /// The credentials of `pull_secret` for `registry`, usable by the Catalog `catalog` where
+    /// the Secret allows: checked before any request is made.
+    async fn credentials(
         &self,
         pull_secret: Option<&str>,
-        registry: &str,
-    ) -> Result<RegistryAuth, SourceError> {
+        reference: &Reference,
+        catalog: &str,
+    ) -> Result<Credentials, SourceError> {
         let Some(name) = pull_secret else {
-            return Ok(RegistryAuth::Anonymous);
+            return Ok(Credentials::Anonymous);
         };
+        let registry = reference.resolve_registry();
         let secret =
             opted_in_secret(&self.client, &self.own_namespace, name, "pull secret").await?;
-        auth::registry_auth(&secret, name, registry)
+        let auth = auth::registry_auth(&secret, name, registry)?;
+        let RegistryAuth::Basic(user, password) = auth else {
+            return Ok(Credentials::Anonymous);
+        };
+        let scope = client::scope_of(Arc::new(secret), name.to_owned(), catalog.to_owned());
+        // The registry's host first; its token service's when it names one.
+        let (host, port) = match registry.rsplit_once(':') {
+            Some((h, p)) if !h.contains(':') || h.ends_with(']') => (h, p.parse().ok()),
+            _ => (registry, None),
+        };
+        scope(&scope::Target::Host { host, port })?;
+        Ok(Credentials::Basic {
+            user,
+            password,
+            scope,
+        })
     }
 
     async fn get(&self, catalog: &Catalog, mode: &Mode) -> Result<Fetched, SourceError> {
@@ -151,17 +173,23 @@ impl ImageSource {
             )
         })?;
         let now = Time(k8s_openapi::jiff::Timestamp::now());
-        let auth = self
-            .auth(spec.pull_secret.as_deref(), reference.resolve_registry())
+        let catalog_name = catalog.metadata.name.as_deref().unwrap_or_default();
+        let credentials = self
+            .credentials(spec.pull_secret.as_deref(), &reference, catalog_name)
             .await?;
-        let offered = match (&auth, &spec.pull_secret) {
-            (RegistryAuth::Anonymous, Some(secret)) => errors::Offered::NoEntry(secret.clone()),
-            (RegistryAuth::Anonymous, None) => errors::Offered::Nothing,
+        client::check_tls_for_credentials(
+            &credentials,
+            spec.insecure_skip_tls_verify,
+            self.options.allow_credentials_without_tls_verify,
+        )?;
+        let offered = match (&credentials, &spec.pull_secret) {
+            (Credentials::Anonymous, Some(secret)) => errors::Offered::NoEntry(secret.clone()),
+            (Credentials::Anonymous, None) => errors::Offered::Nothing,
             _ => errors::Offered::Credentials,
         };
         let access = Access {
             reference: &reference,
-            auth: &auth,
+            credentials: &credentials,
             skip_tls_verify: spec.insecure_skip_tls_verify,
         };
         let failed = |e: PullError| e.into_source_error(&spec.r#ref, &offered);
@@ -231,18 +259,12 @@ impl ImageSource {
         digest: &str,
         deadline: Instant,
     ) -> Result<Vec<(String, Vec<u8>)>, PullError> {
-        let pinned = access.reference.clone_with_digest(digest.to_owned());
-        let (client, bytes) = self
+        let (session, bytes) = self
             .registries
-            .with_scheme(access, |plain| {
-                let pinned = &pinned;
-                async move {
-                    let client = self.registries.client(access, plain)?;
-                    let (bytes, _) = client
-                        .pull_manifest_raw(pinned, access.auth, manifest::ACCEPTED)
-                        .await?;
-                    Ok((client, bytes))
-                }
+            .with_scheme(access, |plain| async move {
+                let session = self.registries.session(access, plain)?;
+                let (bytes, _) = session.manifest(digest).await?;
+                Ok((session, bytes))
             })
             .await?;
         let image = match manifest::parse(&bytes).map_err(PullError::Invalid)? {
@@ -250,13 +272,7 @@ impl ImageSource {
             Manifest::Index(index) => {
                 let chosen = manifest::pick(&index.manifests, manifest::running_architecture())
                     .map_err(PullError::Invalid)?;
-                let (bytes, _) = client
-                    .pull_manifest_raw(
-                        &access.reference.clone_with_digest(chosen),
-                        access.auth,
-                        manifest::ACCEPTED,
-                    )
-                    .await?;
+                let (bytes, _) = session.manifest(&chosen).await?;
                 match manifest::parse(&bytes).map_err(PullError::Invalid)? {
                     Manifest::Image(image) => *image,
                     Manifest::Index(_) => {
@@ -268,7 +284,7 @@ impl ImageSource {
             }
         };
         check_image(&image.layers, self.options.max_bytes)?;
-        let configs_dir = self.configs_dir(&client, access, &image).await?;
+        let configs_dir = self.configs_dir(&session, &image).await?;
         // Cached layers are this repository's: its manifest was just read with this Catalog's
         // access.
         let repository = format!(
@@ -289,7 +305,7 @@ impl ImageSource {
                     file
                 }
                 None => {
-                    let stream = client.pull_blob_stream(&pinned, layer).await?;
+                    let stream = session.blob(&layer.digest).await?;
                     let size = u64::try_from(layer.size).unwrap_or(0);
                     let file = self
                         .cache
@@ -328,8 +344,7 @@ impl ImageSource {
     /// The configs directory the image's config names.
     async fn configs_dir(
         &self,
-        client: &Client,
-        access: &Access<'_>,
+        session: &client::Session,
         image: &OciImageManifest,
     ) -> Result<String, PullError> {
         let config = &image.config;
@@ -339,7 +354,7 @@ impl ImageSource {
                 config.size
             )));
         }
-        let stream = client.pull_blob_stream(access.reference, config).await?;
+        let stream = session.blob(&config.digest).await?;
         let bytes = read_verified(stream, &config.digest, MAX_CONFIG_BYTES)
             .await
             .map_err(|source| PullError::Blob {
