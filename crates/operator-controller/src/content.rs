@@ -3,6 +3,13 @@
 //! every Operator, and never downloads or parses a hash it already holds: a held hash is
 //! re-validated with a conditional GET (`If-None-Match`), at most once per `recheck` interval,
 //! which is also how an unreachable catalogd is noticed.
+//!
+//! Content is trusted by its hash, not by who served it: the sha256 of what was downloaded
+//! (after gunzip) must be the Catalog's `status.contentHash`, or it is not used. The default
+//! transport to catalogd is plain HTTP inside the cluster, and an ETag is only a claim: without
+//! the check, anyone who can tamper with that traffic could inject a catalog. A mismatch (also
+//! what a catalogd that unpacked newer content than its status says yet serves) is "not yet",
+//! never held.
 
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
@@ -10,7 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use http::StatusCode;
-use http::header::{ACCEPT_ENCODING, CONTENT_ENCODING, ETAG, IF_NONE_MATCH};
+use http::header::{ACCEPT_ENCODING, CONTENT_ENCODING, IF_NONE_MATCH};
 use olm_resolver::fbc::load_model;
 use olm_resolver::resolve::CatalogContent;
 
@@ -26,6 +33,10 @@ pub enum FetchError {
     /// The content was fetched but is not a valid catalog: the Catalog is left out.
     #[error("{0}")]
     Invalid(String),
+    /// What was fetched does not have the Catalog's `contentHash`: resolution waits, as for
+    /// an unreachable catalogd, and nothing of it is held.
+    #[error("{0}")]
+    Mismatch(String),
 }
 
 /// What the client holds for one Catalog.
@@ -122,12 +133,16 @@ impl ContentClient {
             return h.result.clone();
         }
         let known = self.find(hash);
-        let (held_hash, result) = self.fetch(url, hash, known).await;
+        let result = self.fetch(url, hash, known).await;
+        if matches!(result, Err(FetchError::Mismatch(_))) {
+            // Not this hash's content: nothing to hold, under this hash or any other.
+            return result;
+        }
         let mut held = self.held();
         held.insert(
             catalog.to_owned(),
             Held {
-                hash: held_hash,
+                hash: hash.to_owned(),
                 result: result.clone(),
                 checked: Instant::now(),
             },
@@ -149,7 +164,7 @@ impl ContentClient {
         url: &str,
         hash: &str,
         known: Option<Arc<CatalogContent>>,
-    ) -> (String, Result<Arc<CatalogContent>, FetchError>) {
+    ) -> Result<Arc<CatalogContent>, FetchError> {
         let mut request = self.http.get(url).header(ACCEPT_ENCODING, "gzip");
         if known.is_some() {
             request = request.header(IF_NONE_MATCH, format!("\"{hash}\""));
@@ -160,29 +175,23 @@ impl ContentClient {
                 olm_runtime::error_chain(&e)
             ))),
             Ok(response) if response.status() == StatusCode::NOT_MODIFIED => match known {
+                // Held content was checked against this hash when it was downloaded.
                 Some(content) => {
                     self.count("not_modified");
-                    return (hash.to_owned(), Ok(content));
+                    return Ok(content);
                 }
                 None => Err(FetchError::Unreachable(format!(
                     "{url} answered 304 Not Modified to an unconditional request"
                 ))),
             },
             Ok(response) if response.status().is_success() => {
-                let served = response
-                    .headers()
-                    .get(ETAG)
-                    .and_then(|v| v.to_str().ok())
-                    .map(etag_hash)
-                    .unwrap_or(hash)
-                    .to_owned();
-                let result = self.read(response).await;
+                let result = self.read(response, hash).await;
                 self.count(if result.is_ok() {
                     "downloaded"
                 } else {
                     "error"
                 });
-                return (served, result);
+                return result;
             }
             Ok(response) => Err(FetchError::Unreachable(format!(
                 "{url} answered {}",
@@ -190,12 +199,13 @@ impl ContentClient {
             ))),
         };
         self.count("error");
-        (hash.to_owned(), result)
+        result
     }
 
     async fn read(
         &self,
         mut response: reqwest::Response,
+        hash: &str,
     ) -> Result<Arc<CatalogContent>, FetchError> {
         let gzip = response
             .headers()
@@ -230,7 +240,8 @@ impl ContentClient {
         let started = std::time::Instant::now();
         let bytes = body.len();
         let log_url = url.clone();
-        let parsed = tokio::task::spawn_blocking(move || parse(&url, body, gzip, max))
+        let expected = hash.to_owned();
+        let parsed = tokio::task::spawn_blocking(move || parse(&url, body, gzip, max, &expected))
             .await
             .map_err(|e| FetchError::Invalid(format!("parsing the content failed: {e}")))?;
         if let Ok(c) = &parsed {
@@ -291,17 +302,28 @@ fn bytes_of(held: &HashMap<String, Held>) -> usize {
         .sum()
 }
 
+/// Lower-case hex sha256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// The hash in an ETag: `"abc"` or `W/"abc"` → `abc`.
 pub fn etag_hash(etag: &str) -> &str {
     etag.trim().trim_start_matches("W/").trim_matches('"')
 }
 
-/// Decodes and parses a fetched body into what resolution needs.
+/// Decodes a fetched body, checks that it is the content `hash` names (its sha256, as
+/// catalogd computes `contentHash`), and parses it into what resolution needs.
 pub fn parse(
     url: &str,
     body: Vec<u8>,
     gzip: bool,
     max: u64,
+    hash: &str,
 ) -> Result<Arc<CatalogContent>, FetchError> {
     let bytes = if gzip {
         let mut out = Vec::new();
@@ -320,6 +342,12 @@ pub fn parse(
     } else {
         body
     };
+    let actual = sha256_hex(&bytes);
+    if actual != hash {
+        return Err(FetchError::Mismatch(format!(
+            "the content at {url} has sha256 {actual}, not the Catalog's contentHash {hash}: it is not used (catalogd may be serving newer content than its status says yet, or the content was altered on the way); waiting"
+        )));
+    }
     // The model only: resolution reads neither the blobs' text nor CSV metadata.
     let fbc = load_model("all.json", &bytes).map_err(|problems| {
         let first: Vec<String> = (&problems)
@@ -352,19 +380,30 @@ mod tests {
 {"schema":"olm.channel","package":"foo","name":"stable","entries":[{"name":"foo.v1.0.0"}]}
 {"schema":"olm.bundle","package":"foo","name":"foo.v1.0.0","image":"i","properties":[{"type":"olm.package","value":{"packageName":"foo","version":"1.0.0"}}]}
 "#;
-        let plain = parse("u", text.to_vec(), false, 1 << 20).unwrap();
+        let hash = sha256_hex(text);
+        let plain = parse("u", text.to_vec(), false, 1 << 20, &hash).unwrap();
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         std::io::Write::write_all(&mut gz, text).unwrap();
-        let zipped = parse("u", gz.finish().unwrap(), true, 1 << 20).unwrap();
+        let zipped = parse("u", gz.finish().unwrap(), true, 1 << 20, &hash).unwrap();
         assert_eq!(plain.entries.len(), 1);
         assert_eq!(zipped.entries[0].name, plain.entries[0].name);
         assert!(matches!(
-            parse("u", b"{".to_vec(), false, 1 << 20),
+            parse("u", b"{".to_vec(), false, 1 << 20, &sha256_hex(b"{")),
             Err(FetchError::Invalid(_))
         ));
         assert!(matches!(
-            parse("u", b"xx".to_vec(), true, 1 << 20),
+            parse("u", b"xx".to_vec(), true, 1 << 20, &hash),
             Err(FetchError::Invalid(_))
         ));
+    }
+
+    #[test]
+    fn content_that_is_not_the_catalogs_hash_is_refused() {
+        let text = b"{\"schema\":\"olm.package\",\"name\":\"foo\"}\n";
+        let err = parse("u", text.to_vec(), false, 1 << 20, &"0".repeat(64)).unwrap_err();
+        assert!(
+            matches!(&err, FetchError::Mismatch(m) if m.contains("not the Catalog's contentHash")),
+            "{err}"
+        );
     }
 }

@@ -295,7 +295,8 @@ impl Resolver {
                     hashes.insert(f.name.clone(), hash.clone());
                     available.push((f, content));
                 }
-                (Some(Err(FetchError::Unreachable(m))), _) => {
+                // Content that is not the Catalog's hash waits as an unreachable catalogd does.
+                (Some(Err(FetchError::Unreachable(m) | FetchError::Mismatch(m))), _) => {
                     left_out.insert(f.name.clone(), LeftOut::Unreachable(m));
                 }
                 (Some(Err(FetchError::Invalid(m))), _) => {

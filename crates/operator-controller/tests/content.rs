@@ -13,7 +13,7 @@ use axum::Router;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
-use operator_controller::content::{ContentClient, ContentOptions, FetchError};
+use operator_controller::content::{ContentClient, ContentOptions, FetchError, sha256_hex};
 
 const CATALOG: &str = r#"{"schema":"olm.package","name":"foo","defaultChannel":"stable"}
 {"schema":"olm.channel","package":"foo","name":"stable","entries":[{"name":"foo.v1.0.0"}]}
@@ -90,45 +90,49 @@ fn count(c: &AtomicUsize) -> usize {
 #[tokio::test]
 async fn a_hash_is_downloaded_once_revalidated_conditionally_and_shared() {
     let counts = Arc::new(Counts::default());
-    let body = Arc::new(Mutex::new((CATALOG.to_owned(), "h1".to_owned())));
+    let h1 = sha256_hex(CATALOG.as_bytes());
+    let body = Arc::new(Mutex::new((CATALOG.to_owned(), h1.clone())));
     let url = server(body.clone(), counts.clone()).await;
     let c = client(Duration::ZERO);
 
-    let first = c.content("a", "h1", &url).await.unwrap();
+    let first = c.content("a", &h1, &url).await.unwrap();
     assert_eq!(first.entries.len(), 1);
     assert_eq!((count(&counts.full), count(&counts.gzip)), (1, 1));
     // Held, and older than the recheck interval (zero): asked again, conditionally.
-    let again = c.content("a", "h1", &url).await.unwrap();
+    let again = c.content("a", &h1, &url).await.unwrap();
     assert!(Arc::ptr_eq(&first, &again), "not parsed again");
     assert_eq!(count(&counts.full), 1);
     assert_eq!(count(&counts.not_modified), 1);
     // Another Catalog with the same content shares it, without a download.
-    let shared = c.content("b", "h1", &url).await.unwrap();
+    let shared = c.content("b", &h1, &url).await.unwrap();
     assert!(Arc::ptr_eq(&first, &shared));
     assert_eq!(count(&counts.full), 1);
-    assert_eq!(c.hashes(), ["h1"]);
+    assert_eq!(c.hashes(), [h1.clone()]);
 
     // New content: downloaded once more.
-    *body.lock().unwrap() = (CATALOG.replace("foo", "bar"), "h2".to_owned());
-    let new = c.content("a", "h2", &url).await.unwrap();
+    let text = CATALOG.replace("foo", "bar");
+    let h2 = sha256_hex(text.as_bytes());
+    *body.lock().unwrap() = (text, h2.clone());
+    let new = c.content("a", &h2, &url).await.unwrap();
     assert_eq!(new.entries[0].package, "bar");
     assert_eq!(count(&counts.full), 2);
 
     // Deleted Catalogs' content is dropped.
     let before = c.bytes();
     c.retain(&["a".to_owned()].into());
-    assert_eq!(c.hashes(), ["h2"]);
+    assert_eq!(c.hashes(), [h2]);
     assert!(c.bytes() < before);
 }
 
 #[tokio::test]
 async fn within_the_recheck_interval_nothing_is_asked() {
     let counts = Arc::new(Counts::default());
-    let body = Arc::new(Mutex::new((CATALOG.to_owned(), "h1".to_owned())));
+    let h1 = sha256_hex(CATALOG.as_bytes());
+    let body = Arc::new(Mutex::new((CATALOG.to_owned(), h1.clone())));
     let url = server(body, counts.clone()).await;
     let c = client(Duration::from_secs(3600));
-    c.content("a", "h1", &url).await.unwrap();
-    c.content("a", "h1", &url).await.unwrap();
+    c.content("a", &h1, &url).await.unwrap();
+    c.content("a", &h1, &url).await.unwrap();
     assert_eq!(count(&counts.full) + count(&counts.not_modified), 1);
 }
 
@@ -150,11 +154,40 @@ async fn unreachable_and_invalid_content_are_told_apart() {
     );
 
     let counts = Arc::new(Counts::default());
-    let body = Arc::new(Mutex::new(("{not json".to_owned(), "bad".to_owned())));
+    let bad = sha256_hex(b"{not json");
+    let body = Arc::new(Mutex::new(("{not json".to_owned(), bad.clone())));
     let url = server(body, counts).await;
-    let invalid = c.content("b", "bad", &url).await;
+    let invalid = c.content("b", &bad, &url).await;
     assert!(
         matches!(&invalid, Err(FetchError::Invalid(m)) if m.contains("not a valid catalog")),
         "{invalid:?}"
     );
+}
+
+/// Content altered on the way (or newer than the status): the ETag claims the Catalog's hash,
+/// the bytes are other. It is never used nor held, under that hash or any other: each ask
+/// downloads again, and once the right bytes arrive they are used.
+#[tokio::test]
+async fn content_that_does_not_hash_to_the_catalogs_content_hash_is_never_used() {
+    let counts = Arc::new(Counts::default());
+    let wanted = sha256_hex(CATALOG.as_bytes());
+    let injected = CATALOG
+        .replace("foo.v1.0.0", "foo.v6.6.6")
+        .replace("1.0.0", "6.6.6");
+    // The injector's server claims the wanted hash in its ETag.
+    let body = Arc::new(Mutex::new((injected, wanted.clone())));
+    let url = server(body.clone(), counts.clone()).await;
+    let c = client(Duration::from_secs(3600));
+    for _ in 0..2 {
+        let got = c.content("a", &wanted, &url).await;
+        assert!(
+            matches!(&got, Err(FetchError::Mismatch(m)) if m.contains(&wanted)),
+            "{got:?}"
+        );
+    }
+    assert_eq!(count(&counts.full), 2, "a mismatch is not held");
+    assert!(c.hashes().is_empty());
+    *body.lock().unwrap() = (CATALOG.to_owned(), wanted.clone());
+    let good = c.content("a", &wanted, &url).await.unwrap();
+    assert_eq!(good.entries[0].name, "foo.v1.0.0");
 }
