@@ -354,3 +354,68 @@ fn creating_the_release_namespace_is_refused_with_what_to_type() {
         assert!(err.contains("`helm install olm charts/olm`"), "{err}");
     }
 }
+
+/// Generator Pods run a Catalog author's image: a NetworkPolicy keeps them to DNS, catalogd's
+/// upload endpoint and what the admin lists, minus the denied CIDRs (each excepted only from an
+/// allowed CIDR that holds it, as the API server requires).
+#[test]
+fn generator_pods_get_a_network_policy_and_default_limits() {
+    let policy = |extra: &[&str]| {
+        docs(&template(extra)).into_iter().find(|d| {
+            d["kind"] == "NetworkPolicy" && d["metadata"]["name"] == "olm-catalog-generators"
+        })
+    };
+    let default = policy(&[]).expect("on by default");
+    let spec = &default["spec"];
+    assert_eq!(
+        spec["podSelector"]["matchLabels"]["olm-rs.io/catalog-generator"],
+        "true"
+    );
+    assert_eq!(
+        spec["policyTypes"],
+        serde_json::json!(["Ingress", "Egress"])
+    );
+    assert_eq!(spec["ingress"], serde_json::json!([]));
+    let egress = spec["egress"].as_array().unwrap();
+    assert_eq!(
+        egress.len(),
+        2,
+        "DNS and the upload endpoint only: {egress:?}"
+    );
+    assert_eq!(egress[0]["ports"][0]["port"], 53);
+    assert_eq!(egress[1]["ports"][0]["port"], 8084);
+
+    let full = chart().join("tests/full-values.yaml").display().to_string();
+    let spec = policy(&["-f", full.as_str()]).unwrap()["spec"].clone();
+    let blocks: Vec<(String, serde_json::Value)> = spec["egress"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| {
+            let block = &r["to"][0]["ipBlock"];
+            block["cidr"]
+                .as_str()
+                .map(|c| (c.to_owned(), block["except"].clone()))
+        })
+        .collect();
+    assert_eq!(
+        blocks,
+        [
+            (
+                "0.0.0.0/0".to_owned(),
+                serde_json::json!(["169.254.0.0/16", "10.96.0.1/32"])
+            ),
+            ("::/0".to_owned(), serde_json::json!(["fe80::/10"])),
+            ("10.0.0.0/8".to_owned(), serde_json::json!(["10.96.0.1/32"])),
+        ]
+    );
+    assert!(policy(&["--set", "catalogd.generators.networkPolicy.enabled=false"]).is_none());
+
+    let args = catalogd_args(&docs(&template(&[])));
+    assert!(
+        args.contains(
+            &"--generator-default-limits=cpu=1,ephemeral-storage=1Gi,memory=1Gi".to_owned()
+        ),
+        "{args:?}"
+    );
+}

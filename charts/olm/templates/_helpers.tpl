@@ -88,3 +88,26 @@ capabilities:
 {{- define "olm.metricsScheme" -}}
 {{- if or .Values.metrics.secure (include "olm.tlsSecret" .) -}}https{{- else -}}http{{- end -}}
 {{- end -}}
+
+{{/* The IPv4 address `a.b.c.d` as an integer. */}}
+{{- define "olm.ipv4" -}}
+{{- $o := splitList "." . -}}
+{{- add (mul (atoi (index $o 0)) 16777216) (mul (atoi (index $o 1)) 65536) (mul (atoi (index $o 2)) 256) (atoi (index $o 3)) -}}
+{{- end -}}
+
+{{/* "true" when the CIDR `.inner` lies inside `.outer` (dict "outer" CIDR "inner" CIDR), as a
+     NetworkPolicy `except` must: same family, a longer prefix (a strict subset), and the same network
+     bits. IPv6 is compared only against ::/0 (which holds every IPv6 CIDR). */}}
+{{- define "olm.cidrContains" -}}
+{{- $o := splitList "/" .outer -}}
+{{- $i := splitList "/" .inner -}}
+{{- $v6 := contains ":" .outer -}}
+{{- if ne $v6 (contains ":" .inner) -}}
+{{- else if $v6 -}}
+{{- if eq (index $o 1) "0" }}true{{ end -}}
+{{- else if gt (atoi (index $i 1)) (atoi (index $o 1)) -}}
+{{- $size := 1 -}}
+{{- range until (sub 32 (atoi (index $o 1)) | int) }}{{ $size = mul $size 2 }}{{ end -}}
+{{- if eq (div (include "olm.ipv4" (index $o 0) | atoi) $size) (div (include "olm.ipv4" (index $i 0) | atoi) $size) }}true{{ end -}}
+{{- end -}}
+{{- end -}}

@@ -14,6 +14,7 @@ use catalogd::collect::{self, CollectArgs};
 use catalogd::context::Parts;
 use catalogd::follow::{Follower, Peer};
 use catalogd::source::custom::pod::PodOptions;
+use catalogd::source::custom::resources::{self, Defaults};
 use catalogd::source::custom::runs::Runs;
 use catalogd::source::custom::{CustomMetrics, CustomOptions, CustomSource, upload};
 use catalogd::source::git::{GitMetrics, GitOptions, GitSource};
@@ -23,6 +24,7 @@ use catalogd::source::network::NetworkPolicy;
 use catalogd::source::{Sources, configmaps::ConfigMapsSource, http::HttpSource};
 use catalogd::{controller, metrics::CatalogdMetrics, server, store::Store};
 use clap::Parser;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::{Api, ListParams};
 use olm_api::catalog::Catalog;
 use olm_runtime::leader::Role;
@@ -30,6 +32,7 @@ use olm_runtime::shutdown::SERVER_DRAIN;
 use olm_runtime::{
     Metrics, Readiness, RuntimeArgs, StartOptions, events::EventPublisher, telemetry,
 };
+use std::collections::BTreeMap;
 use tokio_util::sync::CancellationToken;
 
 /// catalogd: unpacks, validates and serves the content of Catalog objects.
@@ -119,6 +122,14 @@ struct Flags {
     /// Generators (custom sources) running at once, across all Catalogs.
     #[arg(long, default_value_t = 2)]
     max_concurrent_generators: usize,
+    /// Requests of a generator container whose spec sets neither a request nor a limit for a
+    /// resource (`cpu=…,memory=…,ephemeral-storage=…`).
+    #[arg(long, value_parser = resources::parse_list, default_value = resources::DEFAULT_REQUESTS)]
+    generator_default_requests: BTreeMap<String, Quantity>,
+    /// Limits of a generator container whose spec sets none for a resource (a lone request
+    /// becomes the limit).
+    #[arg(long, value_parser = resources::parse_list, default_value = resources::DEFAULT_LIMITS)]
+    generator_default_limits: BTreeMap<String, Quantity>,
     /// Log format: plain or json.
     #[arg(long, default_value = "plain")]
     log_format: telemetry::LogFormat,
@@ -396,6 +407,10 @@ async fn lead(
                 collector_image: flags.collector_image.clone(),
                 upload_url: flags.upload_url.clone(),
                 max_bytes: flags.max_content_bytes,
+                defaults: Defaults {
+                    requests: flags.generator_default_requests.clone(),
+                    limits: flags.generator_default_limits.clone(),
+                },
             },
             max_concurrent: flags.max_concurrent_generators,
         },

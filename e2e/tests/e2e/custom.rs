@@ -113,6 +113,19 @@ async fn generators_are_collected_and_their_failures_explained() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     };
+    // The spec sets no resources: the generator runs with catalogd's default limits, never
+    // unbounded.
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), OLM_NAMESPACE);
+    // (It runs for 2 s, and its token Secret, which it owns, was just read.)
+    let p = pods.get(&pod).await.unwrap();
+    let container = &p.spec.unwrap().init_containers.unwrap()[0];
+    let limits = container.resources.clone().unwrap().limits.unwrap();
+    for resource in ["cpu", "memory", "ephemeral-storage"] {
+        assert!(
+            limits.contains_key(resource),
+            "no {resource} limit: {limits:?}"
+        );
+    }
     let served = wait_unpacked(&api, &name, None).await.unwrap();
     let s = status(Some(&served));
     let custom = s.resolved_source.clone().unwrap().custom.unwrap();

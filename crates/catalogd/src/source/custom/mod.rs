@@ -6,6 +6,7 @@
 //! Pod's changes bring the next reconcile.
 
 pub mod pod;
+pub mod resources;
 pub mod runs;
 pub mod upload;
 pub mod verdict;

@@ -65,6 +65,8 @@ pub struct PodOptions {
     pub upload_url: String,
     /// The largest output accepted.
     pub max_bytes: u64,
+    /// Resources of a generator container whose spec leaves them open.
+    pub defaults: super::resources::Defaults,
 }
 
 /// What a spec resolves to, with defaults applied and paths checked.
@@ -196,7 +198,11 @@ pub fn generator_pod(
         command: (!spec.command.is_empty()).then(|| spec.command.clone()),
         args: (!spec.args.is_empty()).then(|| spec.args.clone()),
         env: Some(env),
-        resources: spec.resources.clone(),
+        // Never without limits: the admin's defaults fill what the spec leaves open.
+        resources: Some(super::resources::with_defaults(
+            spec.resources.as_ref(),
+            &options.defaults,
+        )),
         volume_mounts: Some(mount(false)),
         security_context: Some(restricted()),
         // A failing generator's last lines become its termination message.
@@ -386,6 +392,7 @@ mod tests {
             collector_image: "catalogd:dev".into(),
             upload_url: "http://catalogd.olm-system.svc:8084/".into(),
             max_bytes: 1024,
+            defaults: super::super::resources::Defaults::standard(),
         }
     }
 
