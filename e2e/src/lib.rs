@@ -7,6 +7,7 @@
 //! * [`process`] starts processes that cannot outlive the test process.
 //! * [`wait`] waits on conditions with a deadline; nothing here sleeps and hopes.
 //! * [`catalogs`] and [`serve`] help tests of catalogd (catalogs, waits, metrics, file servers).
+//! * [`memory`] reads this process's RSS and peak (memory-bound tests, benchmarks).
 //! * [`apply`] and [`table`] apply YAML and print `kubectl get`-style tables (used by the demo).
 
 pub mod apply;
@@ -19,6 +20,7 @@ pub mod git;
 pub mod images;
 pub mod kubelet;
 pub mod manager;
+pub mod memory;
 pub mod operators;
 pub mod process;
 pub mod prometheus;

@@ -370,3 +370,54 @@ async fn ssh_repositories_need_a_known_host_and_an_accepted_key() {
     assert_eq!(err.reason, "InvalidCredentials", "{err}");
     assert_eq!(std::fs::read_dir(&scratch).unwrap().count(), 0);
 }
+
+/// A server whose ref advertisement never ends (over HTTP; ssh is bounded by its session
+/// reader): listing its refs stops at the budget (16 MiB) with `ContentTooLarge`, long before
+/// the timeout, instead of reading for as long as the server sends. A hostile server, so a
+/// small axum one: git's own backend never does this.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_ref_advertisement_is_cut_short() {
+    use axum::http::header;
+    use axum::response::IntoResponse;
+
+    let (_dir, scratch, _server) = serve(None).await;
+    let pkt = |payload: String| format!("{:04x}{payload}", payload.len() + 4);
+    let id = "a".repeat(40);
+    // The first ref carries the capabilities (protocol v0/v1); then refs without end.
+    let first = format!(
+        "{}0000{}",
+        pkt("# service=git-upload-pack\n".into()),
+        pkt(format!("{id} refs/heads/main\0side-band-64k\n"))
+    );
+    let first: &'static [u8] = Box::leak(first.into_bytes().into_boxed_slice());
+    let line = pkt(format!("{id} refs/heads/more\n"));
+    let line: &'static [u8] = Box::leak(line.into_bytes().into_boxed_slice());
+    let app = axum::Router::new().fallback(move || async move {
+        let head =
+            futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from_static(first))]);
+        let refs = futures::stream::repeat_with(move || Ok(bytes::Bytes::from_static(line)));
+        (
+            [(
+                header::CONTENT_TYPE,
+                "application/x-git-upload-pack-advertisement",
+            )],
+            axum::body::Body::from_stream(futures::StreamExt::chain(head, refs)),
+        )
+            .into_response()
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let r = Remote {
+        timeout: Duration::from_secs(120),
+        ..remote(&format!("http://{addr}/endless.git"), None)
+    };
+    let started = std::time::Instant::now();
+    let err = ls(&r, branch("main"), scratch).await.unwrap_err();
+    assert_eq!(err.reason, "ContentTooLarge", "{err}");
+    assert!(err.message.contains("ref advertisement"), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(100),
+        "it read until the timeout"
+    );
+}

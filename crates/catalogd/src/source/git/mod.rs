@@ -3,6 +3,7 @@
 //! moved; a commit is pinned and fetched once. Only the commit is fetched (depth 1), into a
 //! scratch repository; the catalog is read from its objects, never checked out.
 
+pub mod bounded;
 pub mod remote;
 pub mod spec;
 pub mod ssh;

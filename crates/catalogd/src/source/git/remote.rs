@@ -16,6 +16,7 @@ use gix::protocol::transport::client::blocking_io::http;
 use gix::remote::Direction;
 use gix::sec::identity::Account;
 
+use super::bounded::{BoundedHttp, Budget};
 use super::spec::Want;
 use super::tree::{Item, Kind, Objects};
 use crate::source::network::NetworkPolicy;
@@ -58,9 +59,10 @@ impl Remote {
 /// What an ssh server wrote to stderr during an operation (its reason for refusing).
 type Said = Arc<Mutex<Vec<u8>>>;
 
-/// The most a ref advertisement may be, over ssh (a server with a million refs and protocol
-/// version 0 sends them all).
-const LS_REFS_BYTES: u64 = 64 << 20;
+/// The most a handshake and ref advertisement may be, over https or ssh. With protocol v2 the
+/// answer names one ref; a server speaking v0 sends all its refs, and 16 MiB holds about
+/// 250,000 of them.
+const LS_REFS_BYTES: u64 = 16 << 20;
 
 /// How a fetch went wrong, beyond what gix says: the watchdog's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,13 +99,17 @@ impl Fetched {
 pub fn ls_ref(remote: &Remote, want: &Want, scratch: &Path) -> Result<ObjectId, SourceError> {
     remote.check_host()?;
     let dir = scratch_dir(scratch)?;
-    let repo = init(dir.path())?;
+    let repo = init(dir.path(), LS_REFS_BYTES)?;
     let handle = remote_for(&repo, remote, want)?;
     let said = Said::default();
     // The advertisement of a server with many refs is bounded as a pack would be.
-    let (map, _) = connect(&handle, remote, dir.path(), &said, LS_REFS_BYTES)
+    let budget = Budget::new(LS_REFS_BYTES);
+    let (map, _) = connect(&handle, remote, dir.path(), &said, &budget)
         .and_then(|c| c.ref_map(gix::progress::Discard, ref_map_options()))
-        .map_err(|e| classify(remote, "listing refs of", &e, None, &said))?;
+        .map_err(|e| {
+            let stopped = budget.exceeded().then_some(Stopped::TooLarge);
+            classify(remote, "listing refs of", &e, stopped, &said)
+        })?;
     resolve(&map, remote, want)
 }
 
@@ -117,7 +123,7 @@ pub fn fetch(
 ) -> Result<Fetched, SourceError> {
     remote.check_host()?;
     let dir = scratch_dir(scratch)?;
-    let repo = init(dir.path())?;
+    let repo = init(dir.path(), max_bytes)?;
     let interrupt = Arc::new(AtomicBool::new(false));
     let watchdog = Watchdog::start(
         dir.path().to_path_buf(),
@@ -127,6 +133,7 @@ pub fn fetch(
     );
     let handle = remote_for(&repo, remote, want)?;
     let said = Said::default();
+    let budget = Budget::new(max_bytes);
     let result = receive(
         &handle,
         remote,
@@ -134,9 +141,11 @@ pub fn fetch(
         &interrupt,
         dir.path(),
         &said,
-        max_bytes,
+        &budget,
     );
-    let stopped = watchdog.stop();
+    let stopped = watchdog
+        .stop()
+        .or(budget.exceeded().then_some(Stopped::TooLarge));
     let commit = result.map_err(|e| classify(remote, "fetching from", &e, stopped, &said))?;
     let commit = peel_to_commit(&repo, commit).map_err(|message| {
         SourceError::new(
@@ -166,9 +175,9 @@ fn receive(
     interrupt: &AtomicBool,
     scratch: &Path,
     said: &Said,
-    max_bytes: u64,
+    budget: &Arc<Budget>,
 ) -> Result<ObjectId, gix::Error> {
-    let prepare = connect(handle, remote, scratch, said, max_bytes)?
+    let prepare = connect(handle, remote, scratch, said, budget)?
         .prepare_fetch(gix::progress::Discard, ref_map_options())?;
     let target = match want {
         Want::Commit(id) => *id,
@@ -244,13 +253,14 @@ fn remote_for<'repo>(
 }
 
 /// A connection to `handle`: over our SSH session for ssh URLs, else with our credentials and
-/// HTTP client. `scratch` is the run's scratch folder.
+/// HTTP client; what the server sends is bounded by `budget` either way. `scratch` is the
+/// run's scratch folder.
 fn connect<'a, 'repo>(
     handle: &'a gix::Remote<'repo>,
     remote: &Remote,
     scratch: &Path,
     said: &Said,
-    max_bytes: u64,
+    budget: &Arc<Budget>,
 ) -> Result<
     gix::remote::Connection<'a, 'static, 'repo, Box<dyn http_transport::Transport + Send>>,
     gix::Error,
@@ -259,7 +269,7 @@ fn connect<'a, 'repo>(
         let target = super::ssh::target(&remote.url).map_err(gix::Error::from_error)?;
         let bounds = super::ssh::Bounds {
             timeout: remote.timeout,
-            max_bytes,
+            max_bytes: budget.limit(),
             stderr: said.clone(),
             policy: remote.policy.clone(),
         };
@@ -268,7 +278,16 @@ fn connect<'a, 'repo>(
         let boxed: Box<dyn http_transport::Transport + Send> = Box::new(transport);
         return Ok(handle.to_connection_with_transport(boxed));
     }
-    let mut connection = handle.connect(Direction::Fetch)?;
+    // gix's own HTTP backend, with every response body counted against the budget.
+    let url = gix::url::parse(gix::bstr::BStr::new(remote.url.as_bytes()))?;
+    let transport = http::connect_http(
+        BoundedHttp::new(budget.clone()),
+        url,
+        gix::protocol::transport::Protocol::V2,
+        false,
+    );
+    let boxed: Box<dyn http_transport::Transport + Send> = Box::new(transport);
+    let mut connection = handle.to_connection_with_transport(boxed);
     let account = remote.account.clone();
     connection.set_credentials(move |action| match action {
         gix::credentials::helper::Action::Get(context) => {
@@ -365,13 +384,21 @@ fn scratch_dir(scratch: &Path) -> Result<tempfile::TempDir, SourceError> {
         })
 }
 
-/// An empty bare repository that ignores the host's git configuration.
-fn init(dir: &Path) -> Result<gix::Repository, SourceError> {
+/// An empty bare repository that ignores the host's git configuration, and in which no
+/// object larger than `max_bytes` is ever inflated: a pack entry declares its size before its
+/// (compressed) data, and a tiny pack may declare gigabytes (a file of zeros compresses a
+/// thousandfold), which gix would otherwise allocate while indexing the pack. One thread
+/// indexes, so at most one object's buffers are held at a time.
+fn init(dir: &Path, max_bytes: u64) -> Result<gix::Repository, SourceError> {
+    let options = gix::open::Options::isolated().config_overrides([
+        format!("gitoxide.objects.allocLimit={max_bytes}"),
+        "pack.threads=1".to_owned(),
+    ]);
     gix::ThreadSafeRepository::init_opts(
         dir,
         gix::create::Kind::Bare,
         gix::create::Options::default(),
-        gix::open::Options::isolated(),
+        options,
     )
     .map(gix::Repository::from)
     .map_err(|e| {
@@ -416,7 +443,7 @@ fn classify(
             return SourceError::new(
                 reasons::CONTENT_TOO_LARGE,
                 format!(
-                    "the pack {} sent is larger than catalogd accepts (--max-content-bytes); fetching stopped",
+                    "{doing} {}: what the server sent is larger than catalogd accepts (--max-content-bytes; a ref advertisement at most {LS_REFS_BYTES} bytes); it stopped",
                     remote.shown
                 ),
             );
@@ -428,6 +455,15 @@ fn classify(
         .find_map(|e| e.downcast_ref::<SourceError>())
     {
         return found.clone();
+    }
+    if e.classify().is_resource_exhausted() {
+        return SourceError::new(
+            reasons::CONTENT_TOO_LARGE,
+            format!(
+                "{doing} {}: an object of the commit is larger than catalogd accepts (--max-content-bytes), so it was not inflated; fetching stopped",
+                remote.shown
+            ),
+        );
     }
     if let Some(refused) = e.iter_errors().find_map(NetworkPolicy::refusal_in) {
         return SourceError::new(
