@@ -3,7 +3,18 @@
 
 /// A field of /proc/self/status (`VmRSS`, `VmHWM`), in KiB.
 pub fn status_kib(field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    field_kib(&std::fs::read_to_string("/proc/self/status").ok()?, field)
+}
+
+/// A field of the status of process `pid` (a manager the harness runs), in KiB.
+pub fn process_status_kib(pid: u32, field: &str) -> Option<u64> {
+    field_kib(
+        &std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?,
+        field,
+    )
+}
+
+fn field_kib(status: &str, field: &str) -> Option<u64> {
     status
         .lines()
         .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
@@ -14,6 +25,11 @@ pub fn status_kib(field: &str) -> Option<u64> {
 /// peak measured next is the next work's alone; whether it could.
 pub fn reset_peak() -> bool {
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+/// Resets the peak RSS of process `pid` (a manager the harness runs); whether it could.
+pub fn reset_process_peak(pid: u32) -> bool {
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").is_ok()
 }
 
 /// How far the peak RSS rose above the RSS of the moment `work` started, in KiB, and what

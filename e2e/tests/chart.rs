@@ -419,3 +419,56 @@ fn generator_pods_get_a_network_policy_and_default_limits() {
         "{args:?}"
     );
 }
+
+/// catalogd's memory is bounded by its unpack budget: the chart refuses values with which the
+/// bound (128Mi + 10 × unpackBudgetBytes + maxConcurrentGenerators × maxContentBytes + 16Mi +
+/// maxServedIndexBytes,
+/// the formula of docs/install.md and catalogd::budget::memory_bound) exceeds the memory
+/// limit, and a maximum catalog larger than the budget. The defaults fit the default limit.
+#[test]
+fn the_memory_limit_holds_catalogd_at_its_budget() {
+    let chart = chart().display().to_string();
+    let render = |sets: &[String]| {
+        let mut args = vec!["template".to_owned(), "olm".into(), chart.clone()];
+        for set in sets {
+            args.extend(["--set".to_owned(), set.clone()]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (ok, _, err) = run(&args);
+        (ok, err)
+    };
+    // The defaults: 128 + 10 × 64 + 2 × 64 + 16 + 96 = 1008 MiB, within 1Gi.
+    assert!(render(&[]).0, "the default values fit their own limit");
+    let at = |mib: u64| format!("catalogd.resources.limits.memory={mib}Mi");
+    assert!(render(&[at(1008)]).0, "the bound itself");
+    let (ok, err) = render(&[at(1007)]);
+    assert!(
+        !ok && err.contains("1008 MiB") && err.contains("docs/install.md"),
+        "{err}"
+    );
+    // Another shape: 256 MiB catalogs, 4 generators: 128 + 2560 + 1024 + 16 + 96 = 3824 MiB.
+    let big = [
+        "catalogd.maxContentBytes=268435456".to_owned(),
+        "catalogd.unpackBudgetBytes=268435456".to_owned(),
+        "catalogd.maxConcurrentGenerators=4".to_owned(),
+    ];
+    let with = |limit: &str| {
+        let mut v = big.to_vec();
+        v.push(format!("catalogd.resources.limits.memory={limit}"));
+        render(&v)
+    };
+    assert!(with("3824Mi").0);
+    assert!(!with("3823Mi").0);
+    assert!(with("4Gi").0);
+    let (ok, err) = render(&["catalogd.maxContentBytes=134217728".to_owned()]);
+    assert!(!ok && err.contains("unpackBudgetBytes"), "{err}");
+    // The flags follow the values.
+    let args = catalogd_args(&docs(&template(&[])));
+    for flag in [
+        "--max-content-bytes=67108864",
+        "--unpack-budget-bytes=67108864",
+        "--max-served-index-bytes=100663296",
+    ] {
+        assert!(args.contains(&flag.to_owned()), "{args:?}");
+    }
+}

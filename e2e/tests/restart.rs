@@ -559,3 +559,161 @@ async fn loopback_sources_are_refused_unless_the_admin_allows_them() {
     }
     ctx.cleanup().await.unwrap();
 }
+
+/// The worst catalog for memory: blobs as small as a valid FBC blob can be (`{"schema":"x"}`),
+/// `size` bytes in all, with the one valid package a catalog needs.
+fn tiny_blob_catalog(size: usize) -> String {
+    let head = concat!(
+        r#"{"schema":"olm.package","name":"p","defaultChannel":"s"}"#,
+        r#"{"schema":"olm.channel","package":"p","name":"s","entries":[{"name":"b"}]}"#,
+        r#"{"schema":"olm.bundle","package":"p","name":"b","image":"i","properties":"#,
+        r#"[{"type":"olm.package","value":{"packageName":"p","version":"1.0.0"}}]}"#
+    );
+    let blob = r#"{"schema":"x"}"#;
+    let mut text = String::with_capacity(size);
+    text.push_str(head);
+    while text.len() + blob.len() <= size {
+        text.push_str(blob);
+    }
+    text
+}
+
+/// A realistic catalog (`olm_resolver::synth`: bundles with CSV-sized metadata) of at most
+/// `size` bytes, different for each `seed`.
+fn realistic_catalog(size: usize, seed: u64) -> Vec<u8> {
+    let mut config = olm_resolver::synth::SynthConfig {
+        seed,
+        ..Default::default()
+    };
+    config.bundles = size / 5_300;
+    config.packages = (config.bundles / 16).max(1);
+    loop {
+        let text = olm_resolver::synth::generate(&config);
+        if text.len() <= size || config.bundles < 2 {
+            return text;
+        }
+        config.bundles = config.bundles * 95 / 100;
+    }
+}
+
+/// catalogd's memory stays within the bound of its settings (docs/install.md, "Memory";
+/// catalogd::budget::memory_bound) with the chart's proportions: four realistic catalogs at the
+/// content limit at once, and two that do not fit and fail cleanly with `ContentTooLarge`: one
+/// over the limit, and one at the limit made of the smallest blobs, whose in-memory index
+/// would exceed --max-served-index-bytes (the worst case for memory: unpacking it costs about
+/// 10 times its size, and serving it 3 times). Bodies are read only once their share of the
+/// budget is held, so the catalogs are fetched and unpacked one after another (the others
+/// say `UnpackPending`). `OLM_E2E_MEMORY_MIB`
+/// sets the content limit (16 here; the chart's 64 is measured for docs/performance.md).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn catalogd_memory_stays_within_its_bound_at_the_content_limit() {
+    let _serial = SERIAL.lock().await;
+    let mib: u64 = std::env::var("OLM_E2E_MEMORY_MIB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(16);
+    let max = mib << 20;
+    // The chart's proportions: the budget is the content limit, served indexes 1.5 times it.
+    let index_budget = max * 3 / 2;
+    let ctx = TestContext::new("memory").await.unwrap();
+    let cd = catalogd()
+        .unwrap()
+        .restart(&[
+            format!("--max-content-bytes={max}"),
+            format!("--unpack-budget-bytes={max}"),
+            format!("--max-served-index-bytes={index_budget}"),
+            "--http-timeout-seconds=300".to_owned(),
+        ])
+        .unwrap();
+    let _stop = olm_e2e::manager::StopOnDrop(cd.manager.clone());
+    let pid = cd.manager.pid;
+    let mut servers = Vec::new();
+    let mut urls = Vec::new();
+    for seed in 0..4 {
+        let (server, url) =
+            olm_e2e::serve::http_file("/catalog.json", realistic_catalog(max as usize, seed))
+                .await
+                .unwrap();
+        servers.push(server);
+        urls.push(url);
+    }
+    let (_tiny, tiny) =
+        olm_e2e::serve::http_file("/catalog.json", tiny_blob_catalog(max as usize - 4096))
+            .await
+            .unwrap();
+    let (_big, too_large) =
+        olm_e2e::serve::http_file("/catalog.json", tiny_blob_catalog(max as usize + 4096))
+            .await
+            .unwrap();
+    // catalogd settled, then its peak from here on.
+    let idle = olm_e2e::memory::process_status_kib(pid, "VmRSS").unwrap();
+    assert!(olm_e2e::memory::reset_process_peak(pid));
+    let http = |url: &str| serde_json::json!({"type": "http", "http": {"url": url}});
+    let mut apis = Vec::new();
+    for (i, url) in urls.iter().enumerate() {
+        let name = ctx.name(&format!("max-{i}"));
+        apis.push((create_catalog(&ctx, &name, http(url)).await.unwrap(), name));
+    }
+    let mut refused = Vec::new();
+    for (suffix, url, words) in [
+        ("tiny", &tiny, "--max-served-index-bytes"),
+        ("over", &too_large, "--max-content-bytes"),
+    ] {
+        let name = ctx.name(suffix);
+        refused.push((
+            create_catalog(&ctx, &name, http(url)).await.unwrap(),
+            name,
+            words,
+        ));
+    }
+    for (api, name) in &apis {
+        wait_for(
+            api,
+            name,
+            "unpacked",
+            std::time::Duration::from_secs(600),
+            |c| {
+                find_condition(&status(c).conditions, "Unpacked")
+                    .is_some_and(|u| u.status == "True")
+            },
+        )
+        .await
+        .unwrap();
+    }
+    for (api, name, words) in &refused {
+        let c = wait_for(
+            api,
+            name,
+            "ContentTooLarge",
+            std::time::Duration::from_secs(600),
+            |c| {
+                find_condition(&status(c).conditions, "Unpacked")
+                    .is_some_and(|u| u.reason == "ContentTooLarge")
+            },
+        )
+        .await
+        .unwrap();
+        let message = olm_e2e::catalogs::unpacked_message(&c);
+        assert!(message.contains(words), "{message}");
+    }
+    let peak = olm_e2e::memory::process_status_kib(pid, "VmHWM").unwrap() / 1024;
+    let after = olm_e2e::memory::process_status_kib(pid, "VmRSS").unwrap() / 1024;
+    let rise = peak.saturating_sub(idle / 1024);
+    // catalogd::budget::memory_bound with these flags (2 generators, 2 pulls).
+    let bound = 128 + 10 * mib + 2 * mib + 16 + index_budget / (1 << 20);
+    eprintln!(
+        "memory: 4 realistic catalogs of {mib} MiB, one of the smallest blobs and one over the limit: catalogd idle {} MiB, peak {peak} MiB (rise {rise} MiB = {:.1} × the budget), after {after} MiB; bound {bound} MiB",
+        idle / 1024,
+        rise as f64 / mib as f64
+    );
+    assert!(peak <= bound, "peak {peak} MiB over the bound {bound} MiB");
+    ctx.cleanup().await.unwrap();
+    drop(_stop);
+    catalogd()
+        .unwrap()
+        .restart(&[])
+        .unwrap()
+        .manager
+        .stop()
+        .unwrap();
+}

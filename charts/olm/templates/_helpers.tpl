@@ -111,3 +111,38 @@ capabilities:
 {{- if eq (div (include "olm.ipv4" (index $o 0) | atoi) $size) (div (include "olm.ipv4" (index $i 0) | atoi) $size) }}true{{ end -}}
 {{- end -}}
 {{- end -}}
+
+{{/* A memory quantity (`1Gi`, `1536Mi`, `2G`, `1073741824`) in bytes. */}}
+{{- define "olm.bytes" -}}
+{{- $q := toString . -}}
+{{- $units := dict "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "Ti" 1099511627776 "k" 1000 "K" 1000 "M" 1000000 "G" 1000000000 "T" 1000000000000 -}}
+{{- $number := regexFind "^[0-9]+" $q -}}
+{{- $suffix := trimPrefix $number $q -}}
+{{- if and $number (or (eq $suffix "") (hasKey $units $suffix)) -}}
+{{- mul (int64 $number) (default 1 (get $units $suffix)) -}}
+{{- else -}}
+{{- fail (printf "catalogd.resources.limits.memory %q is not a quantity the chart reads (an integer with Ki, Mi, Gi, Ti, k, M, G or T)" $q) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Refuses values with which catalogd could use more memory than its limit: the bound of
+     catalogd's --unpack-budget-bytes (docs/install.md, "Memory"), the same formula as
+     catalogd::budget::memory_bound. */}}
+{{- define "olm.checkCatalogdMemory" -}}
+{{- $c := .Values.catalogd -}}
+{{- $max := int64 $c.maxContentBytes -}}
+{{- $budget := int64 $c.unpackBudgetBytes -}}
+{{- if gt $max $budget -}}
+{{- fail (printf "catalogd.maxContentBytes (%d) is larger than catalogd.unpackBudgetBytes (%d): one catalog would not fit the budget that bounds catalogd's memory" $max $budget) -}}
+{{- end -}}
+{{- with $c.resources.limits -}}
+{{- with .memory -}}
+{{- $limit := include "olm.bytes" . | int64 -}}
+{{- $pulls := 2 -}}
+{{- $bound := add 134217728 (mul 10 $budget) (mul (int64 $c.maxConcurrentGenerators) $max) (mul $pulls 8388608) (int64 $c.maxServedIndexBytes) -}}
+{{- if lt $limit $bound -}}
+{{- fail (printf "catalogd.resources.limits.memory (%v) is below what catalogd may use with these values, %d MiB: 128Mi + 10 × unpackBudgetBytes + maxConcurrentGenerators × maxContentBytes + 16Mi + maxServedIndexBytes (docs/install.md, \"Memory\"). Raise the limit, or lower unpackBudgetBytes and maxContentBytes." . (div $bound 1048576)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}

@@ -200,7 +200,10 @@ async fn case(name: &str, host: &str, cache: &str) -> Result<(), Box<dyn Error>>
     let start_kib = status_kib("VmRSS").unwrap_or(0);
     common::reset_peak();
     let started = Instant::now();
-    let fetched = source.fetch(&catalog, &mode).await?;
+    // A budget of its own, as large as a pull may need.
+    let (reserve, _) =
+        catalogd::budget::Reserve::new(catalogd::budget::UnpackBudget::new(256 << 20));
+    let fetched = source.fetch(&catalog, &mode, &reserve).await?;
     let elapsed = started.elapsed();
     let peak_kib = status_kib("VmHWM").unwrap_or(0);
     let files = match fetched {

@@ -1,14 +1,67 @@
-//! A budget on the bytes being unpacked at once, across concurrent reconciles: parsing,
-//! validating and storing a catalog costs memory proportional to its size (see
-//! docs/performance.md), so the sum of the sizes being unpacked is what must be bounded, not
-//! the number of reconciles. A catalog larger than the whole budget still unpacks, alone.
+//! A budget on the bytes of content held at once, across concurrent reconciles: a fetched
+//! body, and parsing, validating and storing it, cost memory proportional to its size (see
+//! docs/performance.md), so the sum of those sizes is what must be bounded, not the number of
+//! reconciles. A source takes its share **before** it reads a body ([`Reserve`]), for the most
+//! that body may be (its announced length, or `--max-content-bytes`), and the share shrinks
+//! to what was read; so fetched bodies never pile up outside the budget. catalogd refuses to
+//! start with `--max-content-bytes` above the budget, so one catalog always fits.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
 /// Permits are KiB, so a u32 request covers any size.
 const UNIT: u64 = 1024;
+
+/// What catalogd needs besides content: the runtime, the clients and caches, the content
+/// server, the served catalogs' indexes (measured: docs/performance.md).
+pub const BASE_BYTES: u64 = 128 << 20;
+/// What a byte of content costs at most while it is held and unpacked (the worst case,
+/// catalogs of the smallest blobs, measured 9 to 10; realistic ones about 3).
+pub const UNPACK_FACTOR: u64 = 10;
+/// The zstd window one image pull may decode with (`filesystem::ZSTD_WINDOW_LOG_MAX`).
+pub const ZSTD_WINDOW_BYTES: u64 = 8 << 20;
+
+/// The settings the memory bound depends on.
+#[derive(Debug, Clone, Copy)]
+pub struct MemorySettings {
+    /// `--max-content-bytes`.
+    pub max_content_bytes: u64,
+    /// `--unpack-budget-bytes`.
+    pub unpack_budget_bytes: u64,
+    /// `--max-concurrent-generators`: each held upload is at most `max_content_bytes`.
+    pub max_concurrent_generators: u64,
+    /// `--max-concurrent-pulls`: each decodes with one zstd window.
+    pub max_concurrent_pulls: u64,
+    /// `--max-served-index-bytes`: the served catalogs' in-memory indexes.
+    pub max_served_index_bytes: u64,
+}
+
+/// The most memory catalogd uses with `s`, the formula docs/install.md gives and the chart
+/// checks against its memory limit: `BASE + UNPACK_FACTOR × budget + generators × max
+/// content + pulls × zstd window + served indexes`.
+pub fn memory_bound(s: MemorySettings) -> u64 {
+    BASE_BYTES
+        .saturating_add(UNPACK_FACTOR.saturating_mul(s.unpack_budget_bytes))
+        .saturating_add(
+            s.max_concurrent_generators
+                .saturating_mul(s.max_content_bytes),
+        )
+        .saturating_add(s.max_concurrent_pulls.saturating_mul(ZSTD_WINDOW_BYTES))
+        .saturating_add(s.max_served_index_bytes)
+}
+
+/// Why the settings cannot bound memory: a catalog larger than the budget could never be
+/// unpacked within it.
+pub fn check_settings(s: MemorySettings) -> Result<(), String> {
+    if s.max_content_bytes > s.unpack_budget_bytes {
+        return Err(format!(
+            "--max-content-bytes ({}) is larger than --unpack-budget-bytes ({}): one catalog would not fit the budget that bounds catalogd's memory; raise the budget (and the memory limit: docs/install.md) or lower the limit",
+            s.max_content_bytes, s.unpack_budget_bytes
+        ));
+    }
+    Ok(())
+}
 
 /// The unpack budget, shared by every reconcile.
 #[derive(Debug, Clone)]
@@ -20,7 +73,25 @@ pub struct UnpackBudget {
 /// A share of the budget, released when dropped.
 #[derive(Debug)]
 pub struct Share {
-    _permit: OwnedSemaphorePermit,
+    permit: OwnedSemaphorePermit,
+}
+
+impl Share {
+    /// The bytes it holds (rounded up to KiB).
+    pub fn bytes(&self) -> u64 {
+        self.permit.num_permits() as u64 * UNIT
+    }
+
+    /// Gives back what exceeds `bytes` (a body turned out smaller than reserved).
+    pub fn shrink_to(&mut self, bytes: u64) {
+        let keep = usize::try_from(bytes.div_ceil(UNIT))
+            .unwrap_or(usize::MAX)
+            .max(1);
+        let held = self.permit.num_permits();
+        if held > keep {
+            drop(self.permit.split(held - keep));
+        }
+    }
 }
 
 impl UnpackBudget {
@@ -48,7 +119,7 @@ impl UnpackBudget {
             .clone()
             .try_acquire_many_owned(self.units_for(bytes))
             .ok()
-            .map(|p| Share { _permit: p })
+            .map(|permit| Share { permit })
     }
 
     /// A share for `bytes`, waiting until enough of the budget is free. `None` only if the
@@ -59,7 +130,7 @@ impl UnpackBudget {
             .acquire_many_owned(self.units_for(bytes))
             .await
             .ok()
-            .map(|p| Share { _permit: p })
+            .map(|permit| Share { permit })
     }
 
     /// Bytes of the budget free now.
@@ -68,9 +139,109 @@ impl UnpackBudget {
     }
 }
 
+/// One reconcile's claim on the budget. A source calls [`Reserve::reserve`] right before it
+/// reads a body into memory; the reconcile then takes the share ([`Reserve::take`]) for the
+/// unpack. While a reservation waits for others to finish, [`Reserve::new`]'s receiver says
+/// how many bytes it waits for (the reconcile writes `UnpackPending`).
+#[derive(Debug)]
+pub struct Reserve {
+    budget: UnpackBudget,
+    held: Mutex<Option<Share>>,
+    waiting: watch::Sender<Option<u64>>,
+}
+
+impl Reserve {
+    /// A claim on `budget`, and the receiver of its waits.
+    pub fn new(budget: UnpackBudget) -> (Arc<Self>, watch::Receiver<Option<u64>>) {
+        let (waiting, rx) = watch::channel(None);
+        (
+            Arc::new(Self {
+                budget,
+                held: Mutex::default(),
+                waiting,
+            }),
+            rx,
+        )
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, Option<Share>> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Holds a share for `bytes` (capped at the whole budget), waiting for it if others hold
+    /// too much; a share held already and large enough is kept.
+    pub async fn reserve(&self, bytes: u64) {
+        let want = self.budget.units_for(bytes) as u64 * UNIT;
+        if self.held().as_ref().is_some_and(|s| s.bytes() >= want) {
+            return;
+        }
+        // Whatever is held is given back first, so two claims of one reconcile never wait on
+        // each other.
+        drop(self.held().take());
+        let share = match self.budget.try_acquire(bytes) {
+            Some(share) => Some(share),
+            None => {
+                self.waiting.send_replace(Some(bytes));
+                let share = self.budget.acquire(bytes).await;
+                self.waiting.send_replace(None);
+                share
+            }
+        };
+        *self.held() = share;
+    }
+
+    /// The share held, if any.
+    pub fn take(&self) -> Option<Share> {
+        self.held().take()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_defaults_fit_the_charts_memory_limit_and_a_catalog_fits_the_budget() {
+        let defaults = MemorySettings {
+            max_content_bytes: 64 << 20,
+            unpack_budget_bytes: 64 << 20,
+            max_concurrent_generators: 2,
+            max_concurrent_pulls: 2,
+            max_served_index_bytes: 96 << 20,
+        };
+        assert_eq!(memory_bound(defaults), (128 + 640 + 128 + 16 + 96) << 20);
+        assert!(memory_bound(defaults) <= 1 << 30, "the chart's 1Gi");
+        assert!(check_settings(defaults).is_ok());
+        let err = check_settings(MemorySettings {
+            max_content_bytes: 65 << 20,
+            ..defaults
+        })
+        .unwrap_err();
+        assert!(err.contains("--unpack-budget-bytes"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_reservation_waits_says_so_and_shrinks_to_what_was_read() {
+        let budget = UnpackBudget::new(10 * 1024);
+        let (first, _) = Reserve::new(budget.clone());
+        first.reserve(8 * 1024).await;
+        let (second, mut waiting) = Reserve::new(budget.clone());
+        let task = {
+            let second = second.clone();
+            tokio::spawn(async move { second.reserve(8 * 1024).await })
+        };
+        waiting.changed().await.unwrap();
+        assert_eq!(*waiting.borrow(), Some(8 * 1024), "it says it waits");
+        // The first body was smaller than reserved: what it gives back lets the second in.
+        let mut share = first.take().unwrap();
+        share.shrink_to(2 * 1024);
+        assert_eq!(share.bytes(), 2 * 1024);
+        task.await.unwrap();
+        assert_eq!(budget.available(), 0);
+        drop(share);
+        assert_eq!(second.take().unwrap().bytes(), 8 * 1024);
+        assert_eq!(budget.available(), 10 * 1024);
+    }
 
     #[tokio::test]
     async fn shares_add_up_to_the_budget_and_a_huge_one_takes_it_all() {

@@ -35,6 +35,12 @@ use olm_runtime::{
 use std::collections::BTreeMap;
 use tokio_util::sync::CancellationToken;
 
+/// Memory freed after an unpack is returned to the system, whatever the C library: catalogd's
+/// memory bound (docs/install.md) counts on it. With glibc's allocator every thread that
+/// unpacked kept its own arena at its peak.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// catalogd: unpacks, validates and serves the content of Catalog objects.
 #[derive(Parser, Debug)]
 #[command(version, about, args_override_self = true)]
@@ -63,15 +69,19 @@ struct Flags {
     /// Other namespaces whose ConfigMaps Catalogs may name (comma-separated).
     #[arg(long, value_delimiter = ',')]
     allowed_configmap_namespaces: Vec<String>,
-    /// The largest catalog (HTTP body, unpacked archive, or ConfigMaps' content) accepted, in
-    /// bytes.
-    #[arg(long, default_value_t = 256 * 1024 * 1024)]
+    /// The largest catalog (HTTP body, unpacked archive, ConfigMaps' content, image layer, git
+    /// object) accepted, in bytes. At most --unpack-budget-bytes.
+    #[arg(long, default_value_t = 64 * 1024 * 1024)]
     max_content_bytes: u64,
-    /// The most bytes of fetched content parsed and stored at once, across all Catalogs (each
-    /// byte costs a few more while it is unpacked; see docs/performance.md). A catalog larger
-    /// than this still unpacks, alone.
-    #[arg(long, default_value_t = 256 * 1024 * 1024)]
+    /// The most bytes of content held at once, fetched or being unpacked, across all Catalogs:
+    /// what bounds catalogd's memory (docs/install.md gives the formula). Sources take their
+    /// share before they read a body.
+    #[arg(long, default_value_t = 64 * 1024 * 1024)]
     unpack_budget_bytes: u64,
+    /// The most memory the in-memory indexes of served catalogs take together (about 44 bytes
+    /// per line, i.e. per blob); new content that would exceed it fails with ContentTooLarge.
+    #[arg(long, default_value_t = 96 * 1024 * 1024)]
+    max_served_index_bytes: u64,
     /// How long one HTTP fetch may take, in seconds.
     #[arg(long, default_value_t = 120)]
     http_timeout_seconds: u64,
@@ -234,6 +244,18 @@ async fn manager(flags: Flags) -> Result<()> {
         tracing::warn!("--leader-elect without --peer-address: followers cannot copy content");
     }
     // Checked at start, not when this replica comes to lead: a bad flag fails every replica.
+    let memory = catalogd::budget::MemorySettings {
+        max_content_bytes: flags.max_content_bytes,
+        unpack_budget_bytes: flags.unpack_budget_bytes,
+        max_concurrent_generators: flags.max_concurrent_generators as u64,
+        max_concurrent_pulls: flags.max_concurrent_pulls as u64,
+        max_served_index_bytes: flags.max_served_index_bytes,
+    };
+    catalogd::budget::check_settings(memory).map_err(anyhow::Error::msg)?;
+    tracing::info!(
+        bound_mib = catalogd::budget::memory_bound(memory) >> 20,
+        "memory is bounded by the unpack budget (docs/install.md): set the container's limit at or above this"
+    );
     let ca_pem = match &flags.registry_ca_file {
         Some(path) => {
             let pem = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
@@ -247,7 +269,7 @@ async fn manager(flags: Flags) -> Result<()> {
     let content_synced = readiness.register("content-sync");
 
     let store = Arc::new(
-        Store::open(&flags.storage_dir)
+        Store::open_with_index_budget(&flags.storage_dir, flags.max_served_index_bytes)
             .with_context(|| format!("opening {}", flags.storage_dir.display()))?,
     );
     remove_orphans(&client, &store).await?;

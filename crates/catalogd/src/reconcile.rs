@@ -13,6 +13,7 @@ use kube::runtime::events::EventType;
 use kube::{Resource, ResourceExt};
 use olm_api::catalog::{Catalog, CatalogStatus, SourceType};
 
+use crate::budget::Reserve;
 use crate::context::Context;
 use crate::plan::{Clock, Fetch, Mode, Plan, plan};
 use crate::poll::{jitter, jitter_seed};
@@ -232,16 +233,28 @@ async fn carry_out(
 ) -> Result<(Outcome, Option<Stored>, Option<std::time::Duration>), Error> {
     let name = catalog.name_any();
     let uid = catalog.uid().unwrap_or_default();
+    // Sources reserve their share of the unpack budget before they read a body; while one
+    // waits for it, the status says so.
+    let (reserve, mut waiting) = Reserve::new(ctx.budget.clone());
     let fetched = match &fetch.mode {
         Mode::Confirm(resolved) => Ok(Fetched::Unchanged {
             resolved: resolved.clone(),
         }),
         mode => {
-            ctx.parts
-                .sources
-                .get(catalog.spec.source.type_)
-                .fetch(catalog, mode)
-                .await
+            let source = ctx.parts.sources.get(catalog.spec.source.type_);
+            let fetching = source.fetch(catalog, mode, &reserve);
+            tokio::pin!(fetching);
+            loop {
+                tokio::select! {
+                    fetched = &mut fetching => break fetched,
+                    Ok(()) = waiting.changed() => {
+                        let bytes = *waiting.borrow_and_update();
+                        if let Some(bytes) = bytes {
+                            pending(catalog, ctx, served, content_url, known, bytes).await?;
+                        }
+                    }
+                }
+            }
         }
     };
     let (files, resolved) = match fetched {
@@ -264,21 +277,24 @@ async fn carry_out(
         }
     };
     let bytes: u64 = files.iter().map(|(_, b)| b.len() as u64).sum();
-    // Memory is spent parsing and storing: wait for a share of the budget, saying so when
-    // other catalogs hold it.
-    let share = match ctx.budget.try_acquire(bytes) {
-        Some(share) => Some(share),
-        None => {
-            let pending = Outcome::Pending {
-                message: format!(
-                    "fetched {bytes} bytes; waiting for other catalogs to finish unpacking (--unpack-budget-bytes)"
-                ),
-            };
-            let status = next_status(catalog, &pending, served, content_url, &now());
-            write_status(ctx, &name, known.as_ref(), &status).await?;
-            *known = Some(status);
-            tracing::info!(catalog = %name, bytes, "waiting for the unpack budget");
-            ctx.budget.acquire(bytes).await
+    // Parsing and storing cost memory in proportion to the content: its share of the budget.
+    // The source's reservation covers it (then shrinks to it), unless the source read
+    // nothing it had to reserve for (ConfigMaps, read through the API) or got more than it
+    // reserved (an archive unpacks larger): then the share is taken now, waiting if need be.
+    let share = match reserve.take() {
+        Some(mut share) if share.bytes() >= bytes => {
+            share.shrink_to(bytes);
+            Some(share)
+        }
+        held => {
+            drop(held);
+            match ctx.budget.try_acquire(bytes) {
+                Some(share) => Some(share),
+                None => {
+                    pending(catalog, ctx, served, content_url, known, bytes).await?;
+                    ctx.budget.acquire(bytes).await
+                }
+            }
         }
     };
     let store = ctx.parts.store.clone();
@@ -307,6 +323,28 @@ async fn carry_out(
             None,
         ),
     })
+}
+
+/// Says in the status that the catalog waits for `bytes` of the unpack budget.
+async fn pending(
+    catalog: &Catalog,
+    ctx: &Context,
+    served: Option<&Served>,
+    content_url: &str,
+    known: &mut Option<CatalogStatus>,
+    bytes: u64,
+) -> Result<(), Error> {
+    let name = catalog.name_any();
+    let pending = Outcome::Pending {
+        message: format!(
+            "{bytes} bytes of content to fetch or unpack; waiting for other catalogs to finish unpacking (--unpack-budget-bytes)"
+        ),
+    };
+    let status = next_status(catalog, &pending, served, content_url, &now());
+    write_status(ctx, &name, known.as_ref(), &status).await?;
+    *known = Some(status);
+    tracing::info!(catalog = %name, bytes, "waiting for the unpack budget");
+    Ok(())
 }
 
 fn now() -> Time {

@@ -89,6 +89,21 @@ pub enum StoreError {
     /// The content is larger than the store can index.
     #[error("{0}")]
     TooLarge(String),
+    /// Serving the content would take the served catalogs' in-memory indexes past their
+    /// budget (`--max-served-index-bytes`).
+    #[error(
+        "serving it would take the in-memory indexes of the served catalogs to {total} bytes, more than --max-served-index-bytes ({max}): its index of {lines} lines (blobs) takes {needed} bytes; the last good content stays served"
+    )]
+    IndexBudget {
+        /// Lines of the new content.
+        lines: usize,
+        /// Its index's bytes.
+        needed: u64,
+        /// All indexes' bytes with it.
+        total: u64,
+        /// The budget.
+        max: u64,
+    },
     /// Stored files are not what the store writes (edited or damaged on disk).
     #[error("corrupt content store at {}: {message}", path.display())]
     Corrupt {
@@ -160,12 +175,24 @@ pub struct Store {
     /// The index of each catalog's current content, keyed by catalog, with its hash: built
     /// by the put, or by reading all.json once.
     indexes: Mutex<HashMap<String, (String, Arc<Index>)>>,
+    /// The most memory the indexes of served catalogs may hold together.
+    max_index_bytes: u64,
 }
 
 impl Store {
     /// Opens (creating it if needed) the store at `root`, and removes what a crash may have
     /// left: temporary directories and links, and hash directories `current` does not name.
     pub fn open(root: impl Into<PathBuf>) -> Result<Store, StoreError> {
+        Self::open_with_index_budget(root, u64::MAX)
+    }
+
+    /// [`Store::open`], with the indexes of served catalogs held to `max_index_bytes` in all:
+    /// the index of every stored catalog is loaded at once (so the accounting is complete), and
+    /// new content whose index would not fit is refused ([`StoreError::IndexBudget`]).
+    pub fn open_with_index_budget(
+        root: impl Into<PathBuf>,
+        max_index_bytes: u64,
+    ) -> Result<Store, StoreError> {
         let root = root.into();
         fs::create_dir_all(&root).map_err(StoreError::io("create", &root))?;
         let locks = Arc::new(Locks::default());
@@ -174,6 +201,7 @@ impl Store {
             root,
             locks,
             indexes: Mutex::default(),
+            max_index_bytes,
         };
         store.clean_leftovers()?;
         // Content stored before a crash or an upgrade may lack its gzip.
@@ -181,8 +209,42 @@ impl Store {
             if let Ok(Some(hash)) = read_current_hash(&store.root.join(&catalog)) {
                 store.compressor.enqueue(&catalog, &hash);
             }
+            if max_index_bytes != u64::MAX {
+                // Counted from the start (what is unreadable is reported when it is served).
+                let _ = store.index(&catalog);
+            }
         }
         Ok(store)
+    }
+
+    /// The bytes the indexes of served catalogs hold.
+    pub fn index_bytes(&self) -> u64 {
+        self.lock_indexes()
+            .values()
+            .map(|(_, index)| index.memory_bytes())
+            .sum()
+    }
+
+    /// Refuses `index` for `catalog` when, with the other catalogs' indexes, it would not fit
+    /// the budget.
+    fn check_index_budget(&self, catalog: &str, index: &Index) -> Result<(), StoreError> {
+        let others: u64 = self
+            .lock_indexes()
+            .iter()
+            .filter(|(name, _)| name.as_str() != catalog)
+            .map(|(_, (_, i))| i.memory_bytes())
+            .sum();
+        let needed = index.memory_bytes();
+        let total = others.saturating_add(needed);
+        if total > self.max_index_bytes {
+            return Err(StoreError::IndexBudget {
+                lines: index.len(),
+                needed,
+                total,
+                max: self.max_index_bytes,
+            });
+        }
+        Ok(())
     }
 
     /// The storage root.
@@ -233,6 +295,7 @@ impl Store {
             }
         }
 
+        self.check_index_budget(catalog, rendered.index())?;
         fs::create_dir_all(&catalog_dir).map_err(StoreError::io("create", &catalog_dir))?;
         // A hash directory is only ever renamed into place once complete and synced, so one
         // that exists (left by a crash between rename and swap) can be used as it is, if it is

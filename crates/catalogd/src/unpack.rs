@@ -73,9 +73,16 @@ pub fn unpack(
         message,
     })?;
     let counts = (fbc.packages.len(), fbc.channels.len(), fbc.bundles.len());
-    let stored = store.put(name, uid, &fbc).map_err(|e| Failed {
-        reason: reasons::FAILED_TO_STORE,
-        message: format!("failed to store the content: {e}"),
+    let stored = store.put(name, uid, &fbc).map_err(|e| match e {
+        // Valid content that does not fit what catalogd may hold: as any other limit.
+        crate::store::StoreError::IndexBudget { .. } => Failed {
+            reason: crate::source::reasons::CONTENT_TOO_LARGE,
+            message: format!("the content is valid, but {e}"),
+        },
+        e => Failed {
+            reason: reasons::FAILED_TO_STORE,
+            message: format!("failed to store the content: {e}"),
+        },
     })?;
     drop(fbc);
     let summary = format!(

@@ -9,7 +9,9 @@ use kube::Client;
 use olm_api::catalog::{Catalog, ConfigMapSource, ResolvedConfigMap, ResolvedSource, SourceType};
 
 use super::{CatalogSource, Fetched, SourceError, read_object, reasons};
+use crate::budget::Reserve;
 use crate::plan::Mode;
+use std::sync::Arc;
 
 /// Reads catalog content from ConfigMaps.
 pub struct ConfigMapsSource {
@@ -144,6 +146,7 @@ impl CatalogSource for ConfigMapsSource {
         &'a self,
         catalog: &'a Catalog,
         mode: &'a Mode,
+        _reserve: &'a Arc<Reserve>,
     ) -> BoxFuture<'a, Result<Fetched, SourceError>> {
         self.read(catalog, mode).boxed()
     }

@@ -19,6 +19,7 @@ use sha2::{Digest, Sha256};
 use super::credentials::{HttpAuth, ca_bundle, http_auth, opted_in_secret};
 use super::network::NetworkPolicy;
 use super::{CatalogSource, Fetched, SourceError, archive, reasons, scope, too_large};
+use crate::budget::Reserve;
 use crate::plan::Mode;
 
 /// The most redirects a fetch follows (each checked against the network policy).
@@ -55,7 +56,10 @@ impl HttpSource {
 
     async fn http_client(&self, spec: &HttpSpec) -> Result<reqwest::Client, SourceError> {
         let mut builder = reqwest::Client::builder()
-            .timeout(self.timeout)
+            // Each read is bounded here; the request's whole time is bounded around the
+            // request and around the body, so that waiting for the unpack budget in between
+            // does not count.
+            .read_timeout(self.timeout)
             .connect_timeout(self.timeout.min(Duration::from_secs(30)))
             // Every address a name resolves to, and every redirect, obeys the policy.
             .dns_resolver(self.policy.resolver())
@@ -107,7 +111,12 @@ impl HttpSource {
         http_auth(&secret, &secret_ref.name).map(Some)
     }
 
-    async fn get(&self, catalog: &Catalog, mode: &Mode) -> Result<Fetched, SourceError> {
+    async fn get(
+        &self,
+        catalog: &Catalog,
+        mode: &Mode,
+        reserve: &Reserve,
+    ) -> Result<Fetched, SourceError> {
         let spec = catalog.spec.source.http.clone().unwrap_or_default();
         let shown = redact(&spec.url);
         let now = Time(k8s_openapi::jiff::Timestamp::now());
@@ -140,9 +149,18 @@ impl HttpSource {
             Some(HttpAuth::Basic(user, password)) => request.basic_auth(user, password),
             None => request,
         };
-        let response = request
-            .send()
+        let timed_out = |what: &str| {
+            SourceError::new(
+                reasons::UNPACK_FAILED,
+                format!(
+                    "GET {shown}: {what} took longer than {}s (timed out; see --http-timeout-seconds)",
+                    self.timeout.as_secs()
+                ),
+            )
+        };
+        let response = tokio::time::timeout(self.timeout, request.send())
             .await
+            .map_err(|_| timed_out("the request"))?
             .map_err(|e| request_failed(&shown, e))?;
         let status = response.status();
         // A 304 counts only as the answer to a conditional request we sent.
@@ -191,25 +209,41 @@ impl HttpSource {
         {
             return Err(too_large(&shown, self.max_bytes, "the download"));
         }
-        let mut body = Vec::new();
-        let mut hasher = Sha256::new();
-        let mut stream = response.bytes_stream();
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| {
-                SourceError::new(
-                    reasons::UNPACK_FAILED,
-                    format!(
-                        "GET {shown}: reading the body: {}",
-                        describe(e, "--http-timeout-seconds")
-                    ),
-                )
-            })?;
-            if body.len() as u64 + chunk.len() as u64 > self.max_bytes {
-                return Err(too_large(&shown, self.max_bytes, "the download"));
+        // The body is held in memory: its share of the unpack budget first, for its announced
+        // length or the most it may be.
+        reserve
+            .reserve(
+                response
+                    .content_length()
+                    .unwrap_or(self.max_bytes)
+                    .min(self.max_bytes),
+            )
+            .await;
+        let read = async {
+            let mut body = Vec::new();
+            let mut hasher = Sha256::new();
+            let mut stream = response.bytes_stream();
+            while let Some(chunk) = stream.next().await {
+                let chunk = chunk.map_err(|e| {
+                    SourceError::new(
+                        reasons::UNPACK_FAILED,
+                        format!(
+                            "GET {shown}: reading the body: {}",
+                            describe(e, "--http-timeout-seconds")
+                        ),
+                    )
+                })?;
+                if body.len() as u64 + chunk.len() as u64 > self.max_bytes {
+                    return Err(too_large(&shown, self.max_bytes, "the download"));
+                }
+                hasher.update(&chunk);
+                body.extend_from_slice(&chunk);
             }
-            hasher.update(&chunk);
-            body.extend_from_slice(&chunk);
-        }
+            Ok((body, hasher))
+        };
+        let (body, hasher) = tokio::time::timeout(self.timeout, read)
+            .await
+            .map_err(|_| timed_out("reading the body"))??;
         let sha256 = hex(&hasher.finalize());
         if let Some(pin) = &spec.sha256
             && *pin != sha256
@@ -312,8 +346,9 @@ impl CatalogSource for HttpSource {
         &'a self,
         catalog: &'a Catalog,
         mode: &'a Mode,
+        reserve: &'a Arc<Reserve>,
     ) -> BoxFuture<'a, Result<Fetched, SourceError>> {
-        self.get(catalog, mode).boxed()
+        self.get(catalog, mode, reserve).boxed()
     }
 }
 

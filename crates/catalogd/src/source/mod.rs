@@ -19,8 +19,10 @@ use k8s_openapi::NamespaceResourceScope;
 use kube::api::Api;
 use olm_api::catalog::{Catalog, ResolvedSource, SourceType};
 
+use crate::budget::Reserve;
 use crate::plan::Mode;
 use serde::de::DeserializeOwned;
+use std::sync::Arc;
 
 /// What a fetch produced.
 #[derive(Debug)]
@@ -100,11 +102,14 @@ impl SourceError {
 pub trait CatalogSource: Send + Sync {
     /// Fetches the catalog's content, as the plan says: in full, or conditionally on what was
     /// fetched last (whose content is served), in which case the source may answer
-    /// [`Fetched::Unchanged`].
+    /// [`Fetched::Unchanged`]. Before it reads a body into memory, the source reserves its
+    /// size (or the most it may be) on `reserve`: content is held only within the unpack
+    /// budget.
     fn fetch<'a>(
         &'a self,
         catalog: &'a Catalog,
         mode: &'a Mode,
+        reserve: &'a Arc<Reserve>,
     ) -> BoxFuture<'a, Result<Fetched, SourceError>>;
 }
 

@@ -214,6 +214,14 @@ impl Index {
         }
     }
 
+    /// The memory it holds, in bytes: what serving the catalog costs while it is served.
+    pub fn memory_bytes(&self) -> u64 {
+        let offsets = self.offsets.capacity() * std::mem::size_of::<u64>();
+        let fields = self.fields.capacity() * std::mem::size_of::<[Str; FIELDS]>();
+        let sorted: usize = self.sorted.iter().map(|s| s.capacity() * 4).sum();
+        (offsets + fields + sorted + self.strings.capacity()) as u64
+    }
+
     /// How many lines there are.
     pub fn len(&self) -> usize {
         self.offsets.len()

@@ -26,6 +26,7 @@ use self::pod::{PodOptions, generator_pod, pod_name, resolve, spec_hash, token_s
 use self::runs::Runs;
 use self::verdict::{Verdict, verdict};
 use super::{CatalogSource, Fetched, SourceError, reasons};
+use crate::budget::Reserve;
 use crate::plan::Mode;
 
 /// The condition reason for a spec catalogd cannot act on.
@@ -177,7 +178,12 @@ impl CustomSource {
         }
     }
 
-    async fn step(&self, catalog: &Catalog, mode: &Mode) -> Result<Fetched, SourceError> {
+    async fn step(
+        &self,
+        catalog: &Catalog,
+        mode: &Mode,
+        reserve: &Reserve,
+    ) -> Result<Fetched, SourceError> {
         let spec = catalog.spec.source.custom.clone().unwrap_or_default();
         let resolved = resolve(&spec)?;
         let uid = catalog.metadata.uid.clone().unwrap_or_default();
@@ -245,6 +251,9 @@ impl CustomSource {
                             ));
                         };
                         self.count_run(true);
+                        // The upload is in memory already (the upload endpoint holds at most
+                        // --max-concurrent-generators of them); its share for the unpack.
+                        reserve.reserve(upload.bytes.len() as u64).await;
                         tracing::info!(
                             catalog = %catalog_name,
                             pod = %run.pod,
@@ -347,7 +356,8 @@ impl CatalogSource for CustomSource {
         &'a self,
         catalog: &'a Catalog,
         mode: &'a Mode,
+        reserve: &'a Arc<Reserve>,
     ) -> BoxFuture<'a, Result<Fetched, SourceError>> {
-        self.step(catalog, mode).boxed()
+        self.step(catalog, mode, reserve).boxed()
     }
 }

@@ -26,6 +26,7 @@ use tokio::sync::Semaphore;
 use self::spec::{Transport, Want};
 use super::credentials::{HttpAuth, ca_bundle, http_auth, opted_in_secret};
 use super::{CatalogSource, Fetched, SourceError, reasons, scope};
+use crate::budget::Reserve;
 use crate::plan::Mode;
 
 /// The user name sent with a `token` (git hosts accept any with a token as the password).
@@ -190,7 +191,12 @@ impl GitSource {
         })
     }
 
-    async fn get(&self, catalog: &Catalog, mode: &Mode) -> Result<Fetched, SourceError> {
+    async fn get(
+        &self,
+        catalog: &Catalog,
+        mode: &Mode,
+        reserve: &Arc<Reserve>,
+    ) -> Result<Fetched, SourceError> {
         let spec = catalog.spec.source.git.clone().unwrap_or_default();
         let want = Want::from_spec(&spec.r#ref)?;
         let transport = spec::transport(&spec.repository)?;
@@ -225,6 +231,7 @@ impl GitSource {
         let metrics = self.metrics.clone();
         let now = Time(k8s_openapi::jiff::Timestamp::now());
         let name = catalog.metadata.name.clone().unwrap_or_default();
+        let (reserve, runtime) = (reserve.clone(), tokio::runtime::Handle::current());
         let task = tokio::task::spawn_blocking(move || {
             let work = Work {
                 remote: &remote,
@@ -233,6 +240,8 @@ impl GitSource {
                 options: &options,
                 metrics: metrics.as_ref(),
                 catalog: &name,
+                reserve: &reserve,
+                runtime: &runtime,
             };
             work.run(since, now)
         });
@@ -293,6 +302,8 @@ struct Work<'a> {
     options: &'a GitOptions,
     metrics: Option<&'a GitMetrics>,
     catalog: &'a str,
+    reserve: &'a Reserve,
+    runtime: &'a tokio::runtime::Handle,
 }
 
 impl Work<'_> {
@@ -327,6 +338,10 @@ impl Work<'_> {
                 });
             }
         }
+        // The pack is indexed, and the directory's files read, in memory: the unpack budget's
+        // share for the most they may be, first.
+        self.runtime
+            .block_on(self.reserve.reserve(self.options.max_bytes));
         let started = std::time::Instant::now();
         let fetched = remote::fetch(remote, want, &self.options.scratch, self.options.max_bytes);
         if let Some(m) = self.metrics {
@@ -370,7 +385,8 @@ impl CatalogSource for GitSource {
         &'a self,
         catalog: &'a Catalog,
         mode: &'a Mode,
+        reserve: &'a Arc<Reserve>,
     ) -> BoxFuture<'a, Result<Fetched, SourceError>> {
-        self.get(catalog, mode).boxed()
+        self.get(catalog, mode, reserve).boxed()
     }
 }

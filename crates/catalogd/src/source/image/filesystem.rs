@@ -12,6 +12,10 @@ use crate::source::archive::{normalize, parent};
 
 /// Links followed one after the other before giving up (a loop, or an absurd chain).
 const MAX_LINK_HOPS: usize = 8;
+
+/// The largest zstd window a layer may use, as a power of two: 2^23 = 8 MiB, the window of
+/// zstd's levels 1 to 19 (levels 20 to 22 and `--long` use more, and are refused).
+pub const ZSTD_WINDOW_LOG_MAX: u32 = 23;
 /// The prefix of whiteout files; `.wh..wh..opq` makes its directory opaque.
 const WHITEOUT: &str = ".wh.";
 const OPAQUE: &str = ".wh..wh..opq";
@@ -109,10 +113,15 @@ impl ImageFs {
         let tar: Box<dyn Read + '_> = if magic.starts_with(&[0x1f, 0x8b]) {
             Box::new(flate2::bufread::MultiGzDecoder::new(buffered))
         } else if magic.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-            Box::new(
-                zstd::stream::read::Decoder::with_buffer(buffered)
-                    .map_err(|e| LayerError::Corrupt(format!("reading the zstd layer: {e}")))?,
-            )
+            let mut decoder = zstd::stream::read::Decoder::with_buffer(buffered)
+                .map_err(|e| LayerError::Corrupt(format!("reading the zstd layer: {e}")))?;
+            // A frame names its window (up to 2 GiB with --long): the decoder allocates it. At
+            // most ZSTD_WINDOW_LOG_MAX, what zstd's levels use by default; a layer that needs
+            // more fails instead of taking the memory.
+            decoder
+                .window_log_max(ZSTD_WINDOW_LOG_MAX)
+                .map_err(|e| LayerError::Corrupt(format!("reading the zstd layer: {e}")))?;
+            Box::new(decoder)
         } else {
             Box::new(buffered)
         };
@@ -829,6 +838,28 @@ mod tests {
         let err = fs
             .apply(0, &gzip(b"not a tar at all, surely")[..], 1 << 20)
             .unwrap_err();
+        assert!(matches!(err, LayerError::Corrupt(_)), "{err}");
+    }
+
+    /// A zstd frame may ask for a window of up to 2 GiB, which the decoder would allocate: one
+    /// above 8 MiB is refused.
+    #[test]
+    fn a_zstd_layer_with_a_huge_window_is_refused() {
+        let layer = tar(&[file("configs/a.json", b"{}")]);
+        let encode = |window_log: u32| {
+            let mut encoder = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+            encoder.long_distance_matching(true).unwrap();
+            encoder.window_log(window_log).unwrap();
+            // The frame header names the window only when the size is unknown.
+            encoder.include_contentsize(false).unwrap();
+            std::io::Write::write_all(&mut encoder, &layer).unwrap();
+            encoder.finish().unwrap()
+        };
+        let mut fs = ImageFs::new("/configs", 1 << 20).unwrap();
+        fs.apply(0, encode(ZSTD_WINDOW_LOG_MAX).as_slice(), 1 << 20)
+            .unwrap();
+        let mut fs = ImageFs::new("/configs", 1 << 20).unwrap();
+        let err = fs.apply(0, encode(27).as_slice(), 1 << 20).unwrap_err();
         assert!(matches!(err, LayerError::Corrupt(_)), "{err}");
     }
 }

@@ -37,6 +37,7 @@ use self::manifest::Manifest;
 use self::registry::{Access, Registries, RegistryOptions};
 use super::credentials::opted_in_secret;
 use super::{CatalogSource, Fetched, SourceError, reasons, scope};
+use crate::budget::Reserve;
 use crate::plan::Mode;
 
 /// The label that names the FBC directory of a catalog image.
@@ -161,7 +162,12 @@ impl ImageSource {
         })
     }
 
-    async fn get(&self, catalog: &Catalog, mode: &Mode) -> Result<Fetched, SourceError> {
+    async fn get(
+        &self,
+        catalog: &Catalog,
+        mode: &Mode,
+        reserve: &Reserve,
+    ) -> Result<Fetched, SourceError> {
         let spec = catalog.spec.source.image.clone().unwrap_or_default();
         let reference: Reference = spec.r#ref.parse().map_err(|e| {
             SourceError::new(
@@ -230,8 +236,11 @@ impl ImageSource {
             self.pulls.acquire().await.map_err(|_| {
                 SourceError::new(reasons::UNPACK_FAILED, "catalogd is shutting down")
             })?;
-        // The pull's own deadline starts once it may run: waiting for other pulls is not its
-        // time.
+        // The configs directory's files are read into memory: the unpack budget's share for
+        // the most they may be, before anything is pulled.
+        reserve.reserve(self.options.max_bytes).await;
+        // The pull's own deadline starts once it may run: waiting for other pulls (or for the
+        // budget) is not its time.
         let deadline = Instant::now() + timeout;
         let pulled =
             tokio::time::timeout_at(deadline.into(), self.pull(&access, &digest, deadline))
@@ -464,8 +473,9 @@ impl CatalogSource for ImageSource {
         &'a self,
         catalog: &'a Catalog,
         mode: &'a Mode,
+        reserve: &'a Arc<Reserve>,
     ) -> BoxFuture<'a, Result<Fetched, SourceError>> {
-        self.get(catalog, mode).boxed()
+        self.get(catalog, mode, reserve).boxed()
     }
 }
 
