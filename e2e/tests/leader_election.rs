@@ -355,6 +355,92 @@ async fn catalogd_replicas_elect_one_leader_and_followers_serve_its_content() {
     finish(ctx, &lease).await;
 }
 
+/// Whether `replica`'s `/readyz` answers 200.
+async fn ready(replica: &Replica) -> bool {
+    reqwest::get(format!("{}/readyz", replica.admin_url))
+        .await
+        .is_ok_and(|r| r.status() == 200)
+}
+
+/// Waits (at most 30 s) until `check` holds, polling every 200 ms; `what` names it.
+async fn eventually(what: &str, check: impl AsyncFn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !check().await {
+        assert!(Instant::now() < deadline, "{what} within 30 s");
+        // Polling, bounded by the deadline above.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// A leader whose advertisement is gone (its write failed, or someone removed it) puts it
+/// back at its next renewal; a follower that cannot copy what the leader serves (here its
+/// store refuses it: a served-index budget of one byte) reports not ready once it has been
+/// behind for longer than --follower-max-lag-seconds, and says how far behind it is.
+#[tokio::test]
+async fn a_lost_advertisement_returns_and_a_lagging_follower_is_not_ready() {
+    let _serial = SERIAL.lock().await;
+    let ctx = TestContext::new("ha-lag").await.unwrap();
+    let lease = ctx.name("catalogd");
+    delete_lease(&ctx, &lease).await;
+    let args = elect(&lease);
+    let a: Replica = start_catalogd_with(&format!("{lease}-a"), &args)
+        .unwrap()
+        .into();
+    wait_leads(&[&a], &lease, HAND_OVER).await;
+    let leases = Api::<Lease>::namespaced(ctx.client.clone(), OLM_NAMESPACE);
+    let address = |l: &Lease| {
+        l.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("olm-rs.io/leader-address").cloned())
+    };
+    eventually("the leader advertises its address", async || {
+        address(&leases.get(&lease).await.unwrap()).is_some()
+    })
+    .await;
+    leases
+        .patch(
+            &lease,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"metadata": {"annotations": {
+                "olm-rs.io/leader-address": null, "olm-rs.io/leader-identity": null}}})),
+        )
+        .await
+        .unwrap();
+    eventually("the leader advertises its address again", async || {
+        address(&leases.get(&lease).await.unwrap()).is_some()
+    })
+    .await;
+
+    let mut lagging = args.clone();
+    lagging.extend([
+        "--max-served-index-bytes=1".to_owned(),
+        "--follower-max-lag-seconds=2".to_owned(),
+    ]);
+    let b: Replica = start_catalogd_with(&format!("{lease}-b"), &lagging)
+        .unwrap()
+        .into();
+    eventually("the follower is ready: nothing is served yet", async || {
+        ready(&b).await
+    })
+    .await;
+    let (name, cm) = (ctx.name("cat"), ctx.name("cat-cm"));
+    unpacked_configmap_catalog(&ctx, &name, &cm, &example_catalog("0.1.0"))
+        .await
+        .unwrap();
+    eventually("the lagging follower reports not ready", async || {
+        !ready(&b).await
+    })
+    .await;
+    let behind = metric(&b.admin_url, "catalogd_follower_lag_seconds", &[])
+        .await
+        .unwrap();
+    assert!(behind >= 2.0, "catalogd_follower_lag_seconds = {behind}");
+    assert!(ready(&a).await, "the leader stays ready");
+    drop(b);
+    finish(ctx, &lease).await;
+}
+
 #[tokio::test]
 async fn operator_controller_replicas_elect_one_leader() {
     let _serial = SERIAL.lock().await;

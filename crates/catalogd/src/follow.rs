@@ -120,6 +120,39 @@ pub fn wanted(catalog: &Catalog) -> Option<Wanted> {
 /// How long to wait before trying failed copies again, at most.
 const MAX_RETRY: Duration = Duration::from_secs(30);
 
+/// How far a follower is behind the leader: since when each Catalog whose served content it
+/// does not hold has been out of step.
+#[derive(Debug, Default, Clone)]
+pub struct Lag {
+    since: HashMap<String, Instant>,
+}
+
+impl Lag {
+    /// Records that the Catalogs `behind` are out of step at `now` (the others are in step).
+    pub fn update(&mut self, behind: &[String], now: Instant) {
+        self.since.retain(|name, _| behind.contains(name));
+        for name in behind {
+            self.since.entry(name.clone()).or_insert(now);
+        }
+    }
+
+    /// How long the oldest out-of-step Catalog has been behind at `now` (zero when in step).
+    pub fn behind(&self, now: Instant) -> Duration {
+        self.since
+            .values()
+            .map(|since| now.saturating_duration_since(*since))
+            .max()
+            .unwrap_or_default()
+    }
+
+    /// Whether the follower may be served from: nothing behind for longer than `bound`. A
+    /// Catalog just changed is behind for a moment on every follower; one behind for longer is
+    /// stale content behind the Service, and the follower should leave it.
+    pub fn ready(&self, now: Instant, bound: Duration) -> bool {
+        self.behind(now) <= bound
+    }
+}
+
 /// A follower's copying loop.
 pub struct Follower {
     /// The API client (reads only).
@@ -132,8 +165,12 @@ pub struct Follower {
     pub peer: Peer,
     /// The largest content copied, in bytes.
     pub max_bytes: u64,
-    /// Ready once the store first held every served hash.
+    /// Ready while no served hash has been missing here for longer than `max_lag`.
     pub ready: ReadinessHandle,
+    /// How long a served hash may be missing before the follower reports not ready.
+    pub max_lag: Duration,
+    /// How far behind the leader this follower is (`catalogd_follower_lag_seconds`).
+    pub lag_gauge: prometheus::Gauge,
 }
 
 impl Follower {
@@ -152,6 +189,8 @@ impl Follower {
         let mut lease = self.leadership.lease_changes();
         let (mut synced, mut dirty, mut failures) = (false, false, 0u32);
         let mut retry_at: Option<Instant> = None;
+        let mut lag = Lag::default();
+        let mut caught_up = false;
         loop {
             tokio::select! {
                 () = stop.cancelled() => return,
@@ -175,34 +214,56 @@ impl Follower {
             }
             dirty = false;
             let wanted: Vec<Wanted> = reader.state().iter().filter_map(|c| wanted(c)).collect();
-            let copied = self.step(&wanted).await;
-            if copied {
+            let behind = self.step(&wanted).await;
+            let now = Instant::now();
+            lag.update(&behind, now);
+            self.lag_gauge.set(lag.behind(now).as_secs_f64());
+            // Ready once the store first held every served hash, and while nothing has been
+            // missing for longer than the bound since.
+            caught_up |= behind.is_empty();
+            self.ready
+                .set_ready(caught_up && lag.ready(now, self.max_lag));
+            if behind.is_empty() {
                 failures = 0;
                 retry_at = None;
-                self.ready.set_ready(true);
             } else {
                 failures = failures.saturating_add(1);
-                let wait = Duration::from_secs(1 << failures.min(5)).min(MAX_RETRY);
-                retry_at = Some(Instant::now() + wait);
+                let wait = Duration::from_secs(1 << failures.min(5))
+                    .min(MAX_RETRY)
+                    // Looked at again when the lag would pass its bound, so readiness follows.
+                    .min(
+                        self.max_lag
+                            .saturating_sub(lag.behind(now))
+                            .max(Duration::from_secs(1)),
+                    );
+                retry_at = Some(now + wait);
             }
         }
     }
 
-    /// Carries out one plan; `true` when the store is in step.
-    async fn step(&self, wanted: &[Wanted]) -> bool {
+    /// Carries out one plan; the Catalogs whose served content is still not held (copies that
+    /// failed; a store that cannot be read counts as all of them).
+    async fn step(&self, wanted: &[Wanted]) -> Vec<String> {
+        let everything = || {
+            wanted
+                .iter()
+                .filter(|w| w.hash.is_some())
+                .map(|w| w.name.clone())
+                .collect()
+        };
         let store = self.store.clone();
         let held = match tokio::task::spawn_blocking(move || held(&store)).await {
             Ok(Ok(held)) => held,
             Ok(Err(error)) => {
                 tracing::warn!(%error, "could not list the content store");
-                return false;
+                return everything();
             }
             Err(error) => {
                 tracing::warn!(%error, "listing the content store failed");
-                return false;
+                return everything();
             }
         };
-        let mut in_step = true;
+        let mut behind = Vec::new();
         for step in plan(wanted, &held) {
             let result = match &step {
                 Step::Copy { name, uid, hash } => self.copy(name, uid, hash).await,
@@ -219,11 +280,12 @@ impl Follower {
                 Ok(()) => tracing::info!(?step, "follower content in step"),
                 Err(error) => {
                     tracing::warn!(?step, %error, "could not copy the leader's content; retrying");
-                    in_step = false;
+                    let (Step::Copy { name, .. } | Step::Remove(name)) = &step;
+                    behind.push(name.clone());
                 }
             }
         }
-        in_step
+        behind
     }
 
     /// Copies `name`'s content with `hash` from the leader.

@@ -159,6 +159,10 @@ struct Flags {
     /// served content from it. Needed with --leader-elect and more than one replica.
     #[arg(long, env = "CATALOGD_PEER_ADDRESS")]
     peer_address: Option<String>,
+    /// How long a follower may miss content the leader serves before it reports not ready
+    /// (`content-sync`), so that the Service stops sending clients to stale content.
+    #[arg(long, default_value_t = 60)]
+    follower_max_lag_seconds: u64,
     /// The Pod Security level (privileged, baseline, restricted) catalogd's namespace should
     /// enforce, where generator Pods run: set as the namespace's
     /// pod-security.kubernetes.io/enforce label when it has none (a label already there is
@@ -267,6 +271,11 @@ async fn manager(flags: Flags) -> Result<()> {
     };
     let content_ready = readiness.register("content-server");
     let content_synced = readiness.register("content-sync");
+    let lag = prometheus::Gauge::new(
+        "catalogd_follower_lag_seconds",
+        "How long this follower has been missing content the leader serves (its oldest out-of-step Catalog); zero when in step, and on the leader.",
+    )?;
+    metrics.registry.register(Box::new(lag.clone()))?;
 
     let store = Arc::new(
         Store::open_with_index_budget(&flags.storage_dir, flags.max_served_index_bytes)
@@ -321,6 +330,8 @@ async fn manager(flags: Flags) -> Result<()> {
             // Canonical content is about the size of what was fetched; leave room for layout.
             max_bytes: flags.max_content_bytes.saturating_mul(2),
             ready: content_synced.clone(),
+            max_lag: Duration::from_secs(flags.follower_max_lag_seconds),
+            lag_gauge: lag.clone(),
         };
         let following = tokio::spawn(follower.run(stop.clone()));
         let leading = leadership.acquired(&shutdown).await;
@@ -332,6 +343,7 @@ async fn manager(flags: Flags) -> Result<()> {
     }
     // The leader's own reconciles fill its store (and keep what was copied).
     content_synced.set_ready(true);
+    lag.set(0.0);
     let work = lead(
         &flags,
         client,

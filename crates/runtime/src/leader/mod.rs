@@ -304,6 +304,15 @@ fn advertised(lease: Option<&Lease>) -> Option<String> {
         .flatten()
 }
 
+/// Whether `identity`, leading, must (again) advertise `address` on `lease`: the Lease as last
+/// seen does not carry it for this holder (the write failed, or was undone).
+fn needs_advertising(lease: Option<&Lease>, identity: &str, address: &str) -> bool {
+    let holder = lease
+        .and_then(|l| l.spec.as_ref())
+        .and_then(|s| s.holder_identity.as_deref());
+    holder == Some(identity) && advertised(lease).as_deref() != Some(address)
+}
+
 /// Watches the Lease and publishes every version of it.
 async fn observe(
     api: Api<Lease>,
@@ -385,6 +394,11 @@ impl Election {
                         self.lose("the lease shows another holder");
                         break;
                     }
+                    if leading {
+                        // Each renewal is a chance to put a failed advertisement right:
+                        // followers find the leader only through it.
+                        self.advertise().await;
+                    }
                 }
                 () = sleep_until(deadline), if leading => {
                     self.update_guard();
@@ -434,22 +448,37 @@ impl Election {
     async fn lead(&mut self) {
         tracing::info!(lease = %self.name, identity = %self.identity, "became the leader");
         self.status.with_label_values(&[self.name.as_str()]).set(1);
-        if let Some(address) = &self.advertise {
-            let patch = serde_json::json!({
-                "metadata": {"annotations": {
-                    IDENTITY_ANNOTATION: self.identity,
-                    ADDRESS_ANNOTATION: address,
-                }}
-            });
-            if let Err(error) = self
-                .api
-                .patch(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-            {
-                tracing::warn!(error = %error_chain(&error), "could not advertise this leader's address on the lease");
+        self.advertise().await;
+        self.role.send_replace(Role::Leading);
+    }
+
+    /// Advertises this leader's address on the Lease unless the Lease as last seen carries it
+    /// already; a failure is retried at the next renewal.
+    async fn advertise(&self) {
+        let Some(address) = &self.advertise else {
+            return;
+        };
+        if !needs_advertising(self.lease.borrow().as_ref(), &self.identity, address) {
+            return;
+        }
+        let patch = serde_json::json!({
+            "metadata": {"annotations": {
+                IDENTITY_ANNOTATION: self.identity,
+                ADDRESS_ANNOTATION: address,
+            }}
+        });
+        match self
+            .api
+            .patch(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => {
+                tracing::info!(lease = %self.name, %address, "advertised this leader's address on the lease")
+            }
+            Err(error) => {
+                tracing::warn!(error = %error_chain(&error), "could not advertise this leader's address on the lease; retrying at the next renewal")
             }
         }
-        self.role.send_replace(Role::Leading);
     }
 
     fn lose(&self, why: &str) {
@@ -472,7 +501,7 @@ async fn sleep_until(deadline: Option<Instant>) {
 
 #[cfg(test)]
 mod tests {
-    use super::{ADDRESS_ANNOTATION, IDENTITY_ANNOTATION, advertised};
+    use super::{ADDRESS_ANNOTATION, IDENTITY_ANNOTATION, advertised, needs_advertising};
     use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
     use kube::api::ObjectMeta;
 
@@ -507,5 +536,31 @@ mod tests {
         assert_eq!(advertised(Some(&lease(None, Some(("a", url))))), None);
         assert_eq!(advertised(Some(&lease(Some("a"), None))), None);
         assert_eq!(advertised(None), None);
+    }
+
+    #[test]
+    fn a_leader_advertises_again_until_the_lease_carries_its_address() {
+        let url = "http://10.0.0.7:8083";
+        // Missing (the write failed, or someone removed it), stale, or another address.
+        assert!(needs_advertising(Some(&lease(Some("a"), None)), "a", url));
+        assert!(needs_advertising(
+            Some(&lease(Some("a"), Some(("b", url)))),
+            "a",
+            url
+        ));
+        assert!(needs_advertising(
+            Some(&lease(Some("a"), Some(("a", "http://10.0.0.9:8083")))),
+            "a",
+            url
+        ));
+        // There: nothing to write.
+        assert!(!needs_advertising(
+            Some(&lease(Some("a"), Some(("a", url)))),
+            "a",
+            url
+        ));
+        // Not (yet) the holder as far as the Lease says: not its to write.
+        assert!(!needs_advertising(Some(&lease(Some("b"), None)), "a", url));
+        assert!(!needs_advertising(None, "a", url));
     }
 }
