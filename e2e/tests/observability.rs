@@ -112,6 +112,7 @@ fn defined() -> BTreeSet<String> {
     let prefixes = [
         "controller_runtime_",
         "leader_election_",
+        "metrics_auth_",
         "catalogd_",
         "operator_controller_",
         "catalog_switcher_",

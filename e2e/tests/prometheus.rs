@@ -7,6 +7,8 @@
 
 use std::time::Duration;
 
+use futures::StreamExt as _;
+
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::api::{Api, PostParams};
@@ -123,6 +125,62 @@ async fn prometheus_scrapes_every_manager_through_secure_metrics() {
             "{manager}"
         );
     }
+
+    // A flood of random tokens costs the API server a bounded number of reviews: at most
+    // the burst and the rate of reviews of unknown tokens (20, then 5 a second), counted in the
+    // API server's own audit log; the rest are answered 429 without a review, and the reader,
+    // already decided, is never refused.
+    let catalogd_metrics = format!("{}/metrics", catalogd.admin_url);
+    let flood_started = std::time::SystemTime::now();
+    let started = std::time::Instant::now();
+    let ca = reqwest::Certificate::from_pem(olm_e2e::tls::ca().unwrap().pem.as_bytes()).unwrap();
+    let http = reqwest::Client::builder()
+        .add_root_certificate(ca)
+        .build()
+        .unwrap();
+    let statuses: Vec<u16> = futures::stream::iter(0..5_000u32)
+        .map(|i| {
+            let (http, url) = (http.clone(), catalogd_metrics.clone());
+            async move {
+                let token = format!("random-{i}-{}", std::process::id());
+                match http.get(&url).bearer_auth(token).send().await {
+                    Ok(r) => r.status().as_u16(),
+                    Err(_) => 0,
+                }
+            }
+        })
+        .buffer_unordered(64)
+        .collect()
+        .await;
+    let elapsed = started.elapsed().as_secs_f64();
+    assert_eq!(
+        scrape(&catalogd_metrics, Some(&reader)).await,
+        200,
+        "the reader during a flood"
+    );
+    let reviews = olm_e2e::audit::writes_by("catalogd/", flood_started)
+        .unwrap()
+        .into_iter()
+        .filter(|w| w.uri.contains("/tokenreviews"))
+        .count();
+    let bound = 20 + (5.0 * elapsed).ceil() as usize + 1;
+    let throttled = statuses.iter().filter(|s| **s == 429).count();
+    eprintln!(
+        "5000 random tokens in {elapsed:.1} s: {reviews} TokenReviews (bound {bound}), {throttled} answered 429"
+    );
+    assert!(
+        reviews <= bound,
+        "{reviews} TokenReviews for 5000 random tokens, more than {bound}"
+    );
+    assert!(
+        statuses.iter().all(|s| *s == 401 || *s == 429),
+        "every random token is refused: {:?}",
+        statuses
+            .iter()
+            .filter(|s| **s != 401 && **s != 429)
+            .take(5)
+            .collect::<Vec<_>>()
+    );
 
     // Work for each manager, so its domain metrics count something.
     let pkg = "scraped-pkg";

@@ -6,6 +6,11 @@
 //!
 //! Decisions are cached by a hash of the token (allowed for a minute, refused for ten
 //! seconds), so a scrape every few seconds costs the API server one review pair a minute.
+//! A token not yet decided costs a TokenReview, so unknown tokens are reviewed at most
+//! [`REVIEW_RATE`] a second (a burst of [`REVIEW_BURST`]); past that a request is answered 429
+//! without asking the API server. Requests with the same token wait for one review
+//! (single-flight). Allowed and refused decisions are cached apart, so a flood of random tokens
+//! never evicts a scraper's.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -18,7 +23,9 @@ use k8s_openapi::api::authorization::v1::{
     NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec, SubjectAccessReviewStatus,
 };
 use kube::api::{Api, PostParams};
+use prometheus::IntCounterVec;
 use sha2::{Digest as _, Sha256};
+use tokio::sync::OnceCell;
 
 /// How long an allowed token is trusted without asking again.
 const ALLOWED_TTL: Duration = Duration::from_secs(60);
@@ -26,8 +33,12 @@ const ALLOWED_TTL: Duration = Duration::from_secs(60);
 const REFUSED_TTL: Duration = Duration::from_secs(10);
 /// The non-resource URL a scraper must be allowed to `get`.
 const PATH: &str = "/metrics";
-/// The most decisions cached; past it the cache starts afresh.
+/// The most decisions of each kind cached; past it that kind starts afresh.
 const MAX_CACHED: usize = 1024;
+/// Reviews of unknown tokens per second, at most.
+pub const REVIEW_RATE: f64 = 5.0;
+/// Reviews of unknown tokens at once, at most.
+pub const REVIEW_BURST: f64 = 20.0;
 
 /// What was decided for a token.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,20 +54,89 @@ pub enum Decision {
 /// Decisions by the sha256 of the token, with when they were made.
 type Cache = HashMap<[u8; 32], (Instant, Decision)>;
 
+/// A token bucket: `rate` a second, at most `burst` at once. Time is given, so it is tested
+/// without a clock.
+#[derive(Debug, Clone)]
+pub struct Bucket {
+    tokens: f64,
+    at: Instant,
+    rate: f64,
+    burst: f64,
+}
+
+impl Bucket {
+    /// A full bucket at `now`.
+    pub fn new(rate: f64, burst: f64, now: Instant) -> Self {
+        Self {
+            tokens: burst,
+            at: now,
+            rate,
+            burst,
+        }
+    }
+
+    /// Takes one at `now`, if there is one.
+    pub fn take(&mut self, now: Instant) -> bool {
+        let refill = now.saturating_duration_since(self.at).as_secs_f64() * self.rate;
+        self.tokens = (self.tokens + refill).min(self.burst);
+        self.at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// The outcome of asking about a token: a decision, too many reviews, or the API server down.
+#[derive(Clone, Debug)]
+enum Outcome {
+    Decided(Decision),
+    Throttled,
+    Failed,
+}
+
+#[derive(Debug)]
+struct State {
+    allowed: Cache,
+    refused: Cache,
+    bucket: Bucket,
+    /// Reviews under way, by token hash: later requests with the token wait for them.
+    inflight: HashMap<[u8; 32], Arc<OnceCell<Outcome>>>,
+}
+
 /// Checks bearer tokens against the API server. Cheap to clone.
 #[derive(Clone)]
 pub struct MetricsAuth {
     client: kube::Client,
-    cache: Arc<Mutex<Cache>>,
+    state: Arc<Mutex<State>>,
+    reviews: Option<IntCounterVec>,
 }
 
 impl MetricsAuth {
     /// Reviews with `client` (one without the leader election's write guard: the reviews are
-    /// `create`s, and followers must answer scrapes too).
-    pub fn new(client: kube::Client) -> Self {
+    /// `create`s, and followers must answer scrapes too); `reviews` counts them by result.
+    pub fn new(client: kube::Client, reviews: Option<IntCounterVec>) -> Self {
         Self {
             client,
-            cache: Arc::default(),
+            state: Arc::new(Mutex::new(State {
+                allowed: Cache::default(),
+                refused: Cache::default(),
+                bucket: Bucket::new(REVIEW_RATE, REVIEW_BURST, Instant::now()),
+                inflight: HashMap::default(),
+            })),
+            reviews,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn count(&self, result: &str) {
+        if let Some(reviews) = &self.reviews {
+            reviews.with_label_values(&[result]).inc();
         }
     }
 
@@ -71,36 +151,81 @@ impl MetricsAuth {
         if let Some(decision) = self.cached(&key) {
             return respond(&decision);
         }
-        let decision = match self.review(token).await {
-            Ok(decision) => decision,
-            Err(error) => {
-                tracing::warn!(error = %crate::error_chain(&error), "could not review a metrics token");
-                return Some(
-                    (
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        "could not check the token with the API server\n",
-                    )
-                        .into_response(),
-                );
+        // One review per token at a time: the others wait for its outcome.
+        let cell = self.lock().inflight.entry(key).or_default().clone();
+        let outcome = cell
+            .get_or_init(|| async {
+                if !self.lock().bucket.take(Instant::now()) {
+                    self.count("throttled");
+                    return Outcome::Throttled;
+                }
+                match self.review(token).await {
+                    Ok(decision) => {
+                        self.count(match decision {
+                            Decision::Allowed => "allowed",
+                            Decision::Unauthenticated(_) => "unauthenticated",
+                            Decision::Forbidden(_) => "forbidden",
+                        });
+                        self.remember(key, decision.clone());
+                        Outcome::Decided(decision)
+                    }
+                    Err(error) => {
+                        self.count("error");
+                        tracing::warn!(error = %crate::error_chain(&error), "could not review a metrics token");
+                        Outcome::Failed
+                    }
+                }
+            })
+            .await
+            .clone();
+        {
+            let mut state = self.lock();
+            if state
+                .inflight
+                .get(&key)
+                .is_some_and(|c| Arc::ptr_eq(c, &cell))
+            {
+                state.inflight.remove(&key);
             }
-        };
-        self.remember(key, decision.clone());
-        respond(&decision)
+        }
+        match outcome {
+            Outcome::Decided(decision) => respond(&decision),
+            Outcome::Throttled => Some(
+                (
+                    StatusCode::TOO_MANY_REQUESTS,
+                    [(header::RETRY_AFTER, "1")],
+                    "too many unknown tokens to review at once; retry\n",
+                )
+                    .into_response(),
+            ),
+            Outcome::Failed => Some(
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "could not check the token with the API server\n",
+                )
+                    .into_response(),
+            ),
+        }
     }
 
     fn cached(&self, key: &[u8; 32]) -> Option<Decision> {
-        let cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
-        let (at, decision) = cache.get(key)?;
-        let ttl = if *decision == Decision::Allowed {
-            ALLOWED_TTL
-        } else {
-            REFUSED_TTL
+        let state = self.lock();
+        let fresh = |cache: &Cache, ttl: Duration| {
+            cache
+                .get(key)
+                .filter(|(at, _)| at.elapsed() < ttl)
+                .map(|(_, d)| d.clone())
         };
-        (at.elapsed() < ttl).then(|| decision.clone())
+        fresh(&state.allowed, ALLOWED_TTL).or_else(|| fresh(&state.refused, REFUSED_TTL))
     }
 
     fn remember(&self, key: [u8; 32], decision: Decision) {
-        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.lock();
+        let cache = if decision == Decision::Allowed {
+            &mut state.allowed
+        } else {
+            &mut state.refused
+        };
         if cache.len() >= MAX_CACHED {
             cache.clear();
         }
@@ -206,7 +331,25 @@ fn respond(decision: &Decision) -> Option<Response> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Decision, access_review, authorized, bearer};
+    use super::{Bucket, Decision, access_review, authorized, bearer};
+
+    #[test]
+    fn reviews_of_unknown_tokens_are_rate_limited() {
+        let start = std::time::Instant::now();
+        let at = |ms: u64| start + std::time::Duration::from_millis(ms);
+        let mut bucket = Bucket::new(5.0, 20.0, start);
+        // A burst of 20, then nothing until time passes.
+        let burst = (0..100).filter(|_| bucket.take(at(0))).count();
+        assert_eq!(burst, 20);
+        assert!(!bucket.take(at(100)), "half a token after 100 ms");
+        assert!(bucket.take(at(200)), "one after 200 ms");
+        // Over ten seconds of a flood, at most the burst plus 5 a second.
+        let mut bucket = Bucket::new(5.0, 20.0, start);
+        let taken = (0..10_000u64).filter(|i| bucket.take(at(*i))).count();
+        assert!(taken <= 20 + 50 + 1, "{taken}");
+        // Idle, it refills to the burst and no further.
+        assert_eq!((0..100).filter(|_| bucket.take(at(60_000))).count(), 20);
+    }
     use axum::http::{HeaderMap, HeaderValue, header};
     use k8s_openapi::api::authentication::v1::{TokenReviewStatus, UserInfo};
     use k8s_openapi::api::authorization::v1::SubjectAccessReviewStatus;

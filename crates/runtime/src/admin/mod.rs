@@ -311,7 +311,19 @@ impl AdminServer {
         } else {
             None
         };
-        let auth = args.metrics_secure.then(|| MetricsAuth::new(self.reviews));
+        let auth = if args.metrics_secure {
+            let reviews = prometheus::IntCounterVec::new(
+                prometheus::Opts::new(
+                    "metrics_auth_token_reviews_total",
+                    "Bearer tokens sent to /metrics that had to be reviewed, by result (allowed, unauthenticated, forbidden, error; throttled: refused with 429 without a review, past the review rate).",
+                ),
+                &["result"],
+            )?;
+            self.metrics.registry.register(Box::new(reviews.clone()))?;
+            Some(MetricsAuth::new(self.reviews, Some(reviews)))
+        } else {
+            None
+        };
         tracing::info!(
             %addr,
             https = tls.is_some(),
