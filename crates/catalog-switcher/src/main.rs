@@ -37,6 +37,14 @@ struct Flags {
     /// own catalog-operator switches them, so the two do not take turns rewriting them.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     switch_catalog_sources: bool,
+    /// The most distinct objects one template may read; a template reading more is not
+    /// resolved (TooManyObjects).
+    #[arg(long, default_value_t = 8)]
+    max_objects_per_template: usize,
+    /// The most objects watched at once for all templates (each a watch on the API server); a
+    /// template that would pass it is not resolved (WatchLimitReached).
+    #[arg(long, default_value_t = 500)]
+    max_watched_objects: usize,
     /// Log format: plain or json.
     #[arg(long, default_value = "plain")]
     log_format: telemetry::LogFormat,
@@ -166,7 +174,12 @@ async fn switch(
         catalogs: catalogs_tx,
         catalog_sources: Arc::default(),
     };
-    let watches = Watches::new(client.clone(), requeue.clone(), watched);
+    let watches = Watches::new(
+        client.clone(),
+        requeue.clone(),
+        watched,
+        flags.max_watched_objects,
+    );
     let ctx = Arc::new(Context {
         client: client.clone(),
         objects: Objects::new(client.clone(), Allowlist(flags.allowed_resources.clone())),
@@ -174,6 +187,7 @@ async fn switch(
         resolutions,
         watches: watches.clone(),
         events: olm_runtime::EventPublisher::from_env(client.clone(), "catalog-switcher"),
+        max_objects_per_template: flags.max_objects_per_template,
     });
     let v0 = flags.switch_catalog_sources.then(|| {
         tokio::spawn(catalog_switcher::v0::supervise(

@@ -40,6 +40,8 @@ pub struct Context {
     pub watches: Arc<Watches>,
     /// Events: a switch, and a template that stopped resolving.
     pub events: olm_runtime::EventPublisher,
+    /// The most distinct objects one template may read (`--max-objects-per-template`).
+    pub max_objects_per_template: usize,
 }
 
 /// A reconcile's failure: an API call.
@@ -82,6 +84,30 @@ pub async fn outcome<K: Switched>(
             return (Some(outcome), keys);
         }
     };
+    // Each object read is a read now and a watch from now on: a template reads few.
+    let others: BTreeSet<&template::ObjectRef> = template
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Object(var) => match &var.target {
+                Target::Other(object) => Some(object),
+                Target::Itself => None,
+            },
+            _ => None,
+        })
+        .collect();
+    if others.len() > ctx.max_objects_per_template {
+        let outcome = Outcome::Unresolved {
+            reason: render::TOO_MANY_OBJECTS,
+            message: format!(
+                "cannot construct catalog image reference, because the template reads {} objects, more than the {} a template may read (--max-objects-per-template)",
+                others.len(),
+                ctx.max_objects_per_template
+            ),
+            partial: text.clone(),
+        };
+        return (Some(outcome), keys);
+    }
     // Read each object once, then fill synchronously.
     let itself = object.itself();
     let confined_to = object.confined_to();
@@ -124,8 +150,19 @@ pub async fn reconcile<K: Switched>(object: Arc<K>, ctx: Arc<Context>) -> Result
         Some(ns) => format!("{ns}/{name}"),
         None => name.clone(),
     };
-    let (outcome, keys) = outcome(object.as_ref(), &ctx).await;
-    ctx.watches.set(&object.dependent(), keys);
+    let (mut outcome, keys) = outcome(object.as_ref(), &ctx).await;
+    if let Err(limit) = ctx.watches.set(&object.dependent(), keys) {
+        // Not resolved without its watches: the image would silently go stale.
+        outcome = Some(Outcome::Unresolved {
+            reason: render::WATCH_LIMIT_REACHED,
+            message: format!("cannot follow the objects the template reads: {limit}"),
+            partial: object
+                .annotations()
+                .get(IMAGE_TEMPLATE_ANNOTATION)
+                .cloned()
+                .unwrap_or_default(),
+        });
+    }
     if let Some(o) = &outcome {
         let result = match o {
             Outcome::Resolved(_) => "resolved",
@@ -215,7 +252,9 @@ pub async fn reconcile<K: Switched>(object: Arc<K>, ctx: Arc<Context>) -> Result
         // An object that is not there yet, a kind not served yet, a read that failed: watches
         // notice most of these, but not all (a CRD installed after the template), so look again
         // later too.
-        Some(Outcome::Unresolved { reason, .. }) if reason == UNABLE_TO_RESOLVE => {
+        Some(Outcome::Unresolved { reason, .. })
+            if reason == UNABLE_TO_RESOLVE || reason == render::WATCH_LIMIT_REACHED =>
+        {
             Action::requeue(UNRESOLVED_RECHECK)
         }
         _ => Action::await_change(),

@@ -15,6 +15,12 @@ pub const ALL_TEMPLATES_RESOLVED: &str = "AllTemplatesResolved";
 pub const UNABLE_TO_RESOLVE: &str = "UnableToResolve";
 /// Condition reason: the template reads a resource that is not on the allowlist.
 pub const NOT_ALLOWED: &str = "NotAllowed";
+/// Condition reason: the template reads more objects than one template may
+/// (`--max-objects-per-template`).
+pub const TOO_MANY_OBJECTS: &str = "TooManyObjects";
+/// Condition reason: watching what the template reads would take the switcher past the
+/// objects it watches in all (`--max-watched-objects`).
+pub const WATCH_LIMIT_REACHED: &str = "WatchLimitReached";
 
 /// What looking up an object's content gave.
 #[derive(Debug, Clone, PartialEq)]

@@ -114,6 +114,23 @@ impl Dependencies {
         changes
     }
 
+    /// How many objects would be watched if `catalog` read exactly `keys`.
+    pub fn watched_after(&self, catalog: &Dependent, keys: &BTreeSet<WatchKey>) -> usize {
+        let empty = BTreeSet::new();
+        let old = self.by_catalog.get(catalog).unwrap_or(&empty);
+        // Keys only this catalog reads go when it stops reading them; new keys nobody reads
+        // yet come.
+        let going = old
+            .difference(keys)
+            .filter(|k| self.by_key.get(*k).is_some_and(|r| r.len() == 1))
+            .count();
+        let coming = keys
+            .difference(old)
+            .filter(|k| !self.by_key.contains_key(*k))
+            .count();
+        self.by_key.len() - going + coming
+    }
+
     /// The objects that read `key`.
     pub fn readers(&self, key: &WatchKey) -> Vec<Dependent> {
         self.by_key
@@ -133,9 +150,23 @@ impl Dependencies {
     }
 }
 
+/// Starting the watches a template needs would pass the limit of objects watched in all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "watching the {needed} objects the templates would then read is more than the {max} the catalog-switcher watches at most (--max-watched-objects)"
+)]
+pub struct WatchLimit {
+    /// Objects that would be watched.
+    pub needed: usize,
+    /// The limit.
+    pub max: usize,
+}
+
 /// The running watches.
 pub struct Watches {
     client: kube::Client,
+    /// The most objects watched at once.
+    max_watched: usize,
     /// The bookkeeping and the running watches, under one lock: two readers changing at once
     /// must not start, replace or abort each other's watch.
     state: Mutex<State>,
@@ -161,19 +192,37 @@ struct State {
 }
 
 impl Watches {
-    /// Watches that re-queue dependents through `requeue`, counted in `gauge`.
-    pub fn new(client: kube::Client, requeue: Requeue, gauge: IntGauge) -> Arc<Self> {
+    /// Watches (at most `max_watched` at once) that re-queue dependents through `requeue`,
+    /// counted in `gauge`.
+    pub fn new(
+        client: kube::Client,
+        requeue: Requeue,
+        gauge: IntGauge,
+        max_watched: usize,
+    ) -> Arc<Self> {
         Arc::new(Self {
             client,
+            max_watched,
             state: Mutex::default(),
             requeue,
             gauge,
         })
     }
 
-    /// Records what `catalog` reads now, and starts and stops watches to match.
-    pub fn set(self: &Arc<Self>, catalog: &Dependent, keys: BTreeSet<WatchKey>) {
+    /// Records what `catalog` reads now, and starts and stops watches to match. When that
+    /// would watch more objects than allowed (and more than now), `catalog` is recorded as
+    /// reading nothing (its watches stop) and the limit is the error: each watch is a
+    /// connection to the API server, and templates are written by whoever may annotate a
+    /// Catalog.
+    pub fn set(
+        self: &Arc<Self>,
+        catalog: &Dependent,
+        keys: BTreeSet<WatchKey>,
+    ) -> Result<(), WatchLimit> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let needed = state.deps.watched_after(catalog, &keys);
+        let refused = needed > self.max_watched && needed > state.deps.watched();
+        let keys = if refused { BTreeSet::new() } else { keys };
         let changes = state.deps.set(catalog, keys);
         for key in changes.stop {
             if let Some(handle) = state.running.remove(&key) {
@@ -192,6 +241,13 @@ impl Watches {
         }
         self.gauge
             .set(i64::try_from(state.deps.watched()).unwrap_or(i64::MAX));
+        if refused {
+            return Err(WatchLimit {
+                needed,
+                max: self.max_watched,
+            });
+        }
+        Ok(())
     }
 
     /// Forgets every reader for which `alive` is false (objects deleted while no event said
@@ -207,7 +263,8 @@ impl Watches {
                 .collect()
         };
         for dependent in gone {
-            self.set(&dependent, BTreeSet::new());
+            // Reading nothing never passes the limit.
+            let _ = self.set(&dependent, BTreeSet::new());
         }
     }
 
@@ -286,6 +343,21 @@ mod tests {
 
     fn keys(names: &[&str]) -> BTreeSet<WatchKey> {
         names.iter().map(|n| key(n)).collect()
+    }
+
+    #[test]
+    fn what_would_be_watched_counts_shared_keys_once() {
+        let mut deps = Dependencies::default();
+        deps.set(&c("a"), keys(&["x", "y"]));
+        deps.set(&c("b"), keys(&["y"]));
+        assert_eq!(deps.watched(), 2);
+        // b moving to z: y stays (a reads it), z comes.
+        assert_eq!(deps.watched_after(&c("b"), &keys(&["z"])), 3);
+        // a dropping x and y: x goes, y stays for b.
+        assert_eq!(deps.watched_after(&c("a"), &keys(&[])), 1);
+        // A new reader of what is watched already adds nothing.
+        assert_eq!(deps.watched_after(&c("c"), &keys(&["x", "y"])), 2);
+        assert_eq!(deps.watched_after(&c("c"), &keys(&["p", "q", "x"])), 4);
     }
 
     #[test]

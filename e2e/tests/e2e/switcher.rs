@@ -379,3 +379,109 @@ async fn an_object_template_follows_a_configmap() {
     unresolved("is not an object name").await;
     ctx.cleanup().await.unwrap();
 }
+
+/// Each object a template reads is a watch on the API server, and templates are written by
+/// whoever may annotate a Catalog: one template may read at most --max-objects-per-template
+/// objects (else `TooManyObjects`), and all of them together at most --max-watched-objects
+/// (a template that would pass it gets `WatchLimitReached`, and starts no watch).
+#[tokio::test]
+async fn templates_read_a_bounded_number_of_objects() {
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+
+    let _serial = SERIAL.lock().await;
+    let ctx = TestContext::new("sw-caps").await.unwrap();
+    let ns = ctx.namespace.clone();
+    let role: Role = serde_json::from_value(json!({
+        "metadata": {"name": "catalog-switcher-read", "namespace": ns},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}]
+    }))
+    .unwrap();
+    Api::<Role>::namespaced(ctx.client.clone(), &ns)
+        .create(&Default::default(), &role)
+        .await
+        .unwrap();
+    let binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "catalog-switcher-read", "namespace": ns},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "catalog-switcher-read"},
+        "subjects": [{"kind": "ServiceAccount", "name": "catalog-switcher", "namespace": "olm-system"}]
+    }))
+    .unwrap();
+    Api::<RoleBinding>::namespaced(ctx.client.clone(), &ns)
+        .create(&Default::default(), &binding)
+        .await
+        .unwrap();
+    for cm in ["one", "two"] {
+        ctx.apply(&json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": cm, "namespace": ns}, "data": {"tag": cm}
+        }))
+        .await
+        .unwrap();
+    }
+    let switcher = start_catalog_switcher_with(
+        &ctx.name("switcher"),
+        &[
+            format!("--allowed-resources=v1/configmaps@{ns}"),
+            "--max-objects-per-template=1".to_owned(),
+            "--max-watched-objects=1".to_owned(),
+        ],
+    )
+    .unwrap();
+    let _stop = StopOnDrop(switcher.manager.clone());
+    let read = |cm: &str| {
+        format!("{{version:v1,kind:ConfigMap,name:{cm},namespace:{ns},jsonpath:data.tag}}")
+    };
+    let template = |parts: &[&str]| {
+        format!(
+            "registry.example.com/catalog:{}",
+            parts.iter().map(|p| read(p)).collect::<Vec<_>>().join("-")
+        )
+    };
+    let source =
+        json!({"type": "image", "image": {"ref": "registry.example.com/catalog:placeholder"}});
+    let reason_of = |api: Api<Catalog>, name: String, reason: &'static str| async move {
+        wait_for(&api, &name, reason, Duration::from_secs(30), move |c| {
+            condition(c, "TemplatesHaveResolved").is_some_and(|x| x.1 == reason)
+        })
+        .await
+        .unwrap()
+    };
+
+    // Two objects in one template: more than one template may read.
+    let both = ctx.name("both");
+    let api = create_catalog(&ctx, &both, source.clone()).await.unwrap();
+    set_annotation(&api, &both, json!(template(&["one", "two"]))).await;
+    let c = reason_of(api.clone(), both.clone(), "TooManyObjects").await;
+    let message = condition(Some(&c), "TemplatesHaveResolved").unwrap().2;
+    assert!(message.contains("--max-objects-per-template"), "{message}");
+
+    // One object: resolved, and watched.
+    let first = ctx.name("first");
+    create_catalog(&ctx, &first, source.clone()).await.unwrap();
+    set_annotation(&api, &first, json!(template(&["one"]))).await;
+    wait_for(&api, &first, "resolved", Duration::from_secs(30), |c| {
+        c.and_then(|c| c.spec.source.image.as_ref())
+            .is_some_and(|i| i.r#ref == "registry.example.com/catalog:one")
+    })
+    .await
+    .unwrap();
+    // Another object: a second watch, past the limit of one. The first still resolves.
+    let second = ctx.name("second");
+    create_catalog(&ctx, &second, source.clone()).await.unwrap();
+    set_annotation(&api, &second, json!(template(&["two"]))).await;
+    let c = reason_of(api.clone(), second.clone(), "WatchLimitReached").await;
+    let message = condition(Some(&c), "TemplatesHaveResolved").unwrap().2;
+    assert!(message.contains("--max-watched-objects"), "{message}");
+    assert_eq!(
+        c.spec.source.image.as_ref().unwrap().r#ref,
+        "registry.example.com/catalog:placeholder",
+        "the reference is left alone"
+    );
+    assert_eq!(
+        olm_e2e::catalogs::metric(&switcher.admin_url, "catalog_switcher_watched_objects", &[])
+            .await
+            .unwrap(),
+        1.0
+    );
+    ctx.cleanup().await.unwrap();
+}
