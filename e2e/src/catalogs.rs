@@ -43,6 +43,26 @@ pub async fn put_catalog_configmap(ctx: &TestContext, name: &str, content: &str)
     put_configmap(ctx, name, json!({ "catalog.yaml": content })).await
 }
 
+/// Says where the credential Secret `name` of catalogd's namespace may be sent: its
+/// `olm-rs.io/credential-hosts` annotation (hosts or URL prefixes).
+pub async fn scope_secret(ctx: &TestContext, name: &str, hosts: &str) -> Result<()> {
+    let api: Api<k8s_openapi::api::core::v1::Secret> =
+        Api::namespaced(ctx.client.clone(), OLM_NAMESPACE);
+    api.patch(
+        name,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(
+            json!({"metadata": {"annotations": {"olm-rs.io/credential-hosts": hosts}}}),
+        ),
+    )
+    .await
+    .map_err(|source| Error::Kube {
+        context: format!("annotating Secret {name}"),
+        source,
+    })?;
+    Ok(())
+}
+
 /// Creates the Catalog `name` with `source`, labelled for the test's clean-up.
 pub async fn create_catalog(
     ctx: &TestContext,

@@ -25,6 +25,24 @@ use serde_json::json;
 
 const INSTANCE: &str = "app.kubernetes.io/instance=olm";
 
+/// The cluster-scoped objects of kind `K` the release labelled (none once it is uninstalled).
+async fn chart_objects<K>(client: &kube::Client) -> Vec<String>
+where
+    K: kube::Resource<Scope = k8s_openapi::ClusterResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    Api::<K>::all(client.clone())
+        .list_metadata(&ListParams::default().labels(INSTANCE))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|o| o.metadata.name)
+        .collect()
+}
+
 /// The tests of this binary install the same release: one at a time.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -179,23 +197,10 @@ async fn the_chart_runs_every_manager_under_its_own_identity() {
         m.stop().unwrap();
     }
     chart::uninstall().unwrap();
-    let labelled = ListParams::default().labels(INSTANCE);
-    let cluster_roles: Api<ClusterRole> = Api::all(client.clone());
-    let bindings: Api<ClusterRoleBinding> = Api::all(client.clone());
+    assert!(chart_objects::<ClusterRole>(&client).await.is_empty());
     assert!(
-        cluster_roles
-            .list_metadata(&labelled)
+        chart_objects::<ClusterRoleBinding>(&client)
             .await
-            .unwrap()
-            .items
-            .is_empty()
-    );
-    assert!(
-        bindings
-            .list_metadata(&labelled)
-            .await
-            .unwrap()
-            .items
             .is_empty()
     );
     let namespaces: Api<Namespace> = Api::all(client);
@@ -272,16 +277,7 @@ async fn helm_install_into_its_own_namespace_with_create_namespace() {
     ctx.cleanup().await.unwrap();
     catalogd.manager.stop().unwrap();
     chart::uninstall_in(OLM_NAMESPACE).unwrap();
-    let labelled = ListParams::default().labels(INSTANCE);
-    let cluster_roles: Api<ClusterRole> = Api::all(client);
-    assert!(
-        cluster_roles
-            .list_metadata(&labelled)
-            .await
-            .unwrap()
-            .items
-            .is_empty()
-    );
+    assert!(chart_objects::<ClusterRole>(&client).await.is_empty());
     // helm leaves the namespace it created; the test removes it, as a user would.
     namespaces
         .delete(OLM_NAMESPACE, &Default::default())

@@ -11,7 +11,8 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use olm_api::catalog::Catalog;
 use olm_api::conditions::find_condition;
 use olm_e2e::catalogs::{
-    create_catalog, example_catalog, metric, status, unpacked_message, wait_reason, wait_unpacked,
+    create_catalog, example_catalog, metric, scope_secret, status, unpacked_message, wait_reason,
+    wait_unpacked,
 };
 use olm_e2e::context::TestContext;
 use olm_e2e::git::{GitCredentials, GitServer, Repo};
@@ -297,22 +298,9 @@ async fn a_private_repository_needs_an_opted_in_secret_over_https() {
     );
     // Scoped to another path of the server: not this repository.
     let origin = url.split("/private/").next().unwrap().to_owned();
-    let scoped = |prefix: String| {
-        let secrets = secrets.clone();
-        let secret = secret.clone();
-        async move {
-            secrets
-                .patch(
-                    &secret,
-                    &PatchParams::default(),
-                    &Patch::Merge(json!({"metadata": {"annotations": {
-                        "olm-rs.io/credential-hosts": prefix}}})),
-                )
-                .await
-                .unwrap();
-        }
-    };
-    scoped(format!("{origin}/public/")).await;
+    scope_secret(&ctx, &secret, &format!("{origin}/public/"))
+        .await
+        .unwrap();
     wait_for(
         &api,
         &name,
@@ -329,7 +317,9 @@ async fn a_private_repository_needs_an_opted_in_secret_over_https() {
 
     // Opted in and scoped to this repository's prefix, with a wrong password: refused by the
     // server, and the password is never shown.
-    scoped(format!("{origin}/private/")).await;
+    scope_secret(&ctx, &secret, &format!("{origin}/private/"))
+        .await
+        .unwrap();
     let refused = wait_for(
         &api,
         &name,

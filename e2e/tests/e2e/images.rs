@@ -13,7 +13,8 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use olm_api::catalog::{Catalog, Phase};
 use olm_api::conditions::find_condition;
 use olm_e2e::catalogs::{
-    create_catalog, example_catalog, metric, status, unpacked_message, wait_reason, wait_unpacked,
+    create_catalog, example_catalog, metric, scope_secret, status, unpacked_message, wait_reason,
+    wait_unpacked,
 };
 use olm_e2e::context::TestContext;
 use olm_e2e::images::{self, Entry, Layer, base_layer, fbc_layer, layer, push, push_catalog};
@@ -403,23 +404,9 @@ async fn a_private_registry_needs_an_opted_in_pull_secret() {
         "{}",
         unpacked_message(&c)
     );
-    let scope = |hosts: String| {
-        let secrets = secrets.clone();
-        let right = right.clone();
-        async move {
-            secrets
-                .patch(
-                    &right,
-                    &PatchParams::default(),
-                    &Patch::Merge(
-                        json!({"metadata": {"annotations": {"olm-rs.io/credential-hosts": hosts}}}),
-                    ),
-                )
-                .await
-                .unwrap();
-        }
-    };
-    scope("registry.example.com".into()).await;
+    scope_secret(&ctx, &right, "registry.example.com")
+        .await
+        .unwrap();
     wait_for(
         &api,
         &name,
@@ -429,7 +416,13 @@ async fn a_private_registry_needs_an_opted_in_pull_secret() {
     )
     .await
     .unwrap();
-    scope(format!("registry.example.com, {}", registry.host)).await;
+    scope_secret(
+        &ctx,
+        &right,
+        &format!("registry.example.com, {}", registry.host),
+    )
+    .await
+    .unwrap();
     let c = wait_unpacked(&api, &name, None).await.unwrap();
     assert!(resolved_ref(&c).starts_with(&format!("{}/{repository}@sha256:", registry.host)));
     ctx.cleanup().await.unwrap();

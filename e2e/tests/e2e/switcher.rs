@@ -35,6 +35,33 @@ async fn set_annotation(api: &Api<Catalog>, name: &str, value: serde_json::Value
     .unwrap();
 }
 
+/// Lets the switcher read the ConfigMaps of the test's namespace: a Role granting exactly that
+/// read, bound to its ServiceAccount (with the allowlist naming them, as docs/catalog-switcher.md
+/// tells an admin to do).
+async fn grant_configmap_reads(ctx: &TestContext) {
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+    let ns = &ctx.namespace;
+    let role: Role = serde_json::from_value(json!({
+        "metadata": {"name": "catalog-switcher-read", "namespace": ns},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}]
+    }))
+    .unwrap();
+    Api::<Role>::namespaced(ctx.client.clone(), ns)
+        .create(&Default::default(), &role)
+        .await
+        .unwrap();
+    let binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "catalog-switcher-read", "namespace": ns},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "catalog-switcher-read"},
+        "subjects": [{"kind": "ServiceAccount", "name": "catalog-switcher", "namespace": "olm-system"}]
+    }))
+    .unwrap();
+    Api::<RoleBinding>::namespaced(ctx.client.clone(), ns)
+        .create(&Default::default(), &binding)
+        .await
+        .unwrap();
+}
+
 /// A kube-version template resolves to the test API server's real version; the switcher
 /// writes the reference and catalogd unpacks that image. A bad template leaves the reference
 /// alone with the column of the mistake; removing the annotation clears the switcher's status
@@ -177,7 +204,6 @@ async fn a_kube_version_template_switches_the_catalog_image() {
 #[tokio::test]
 async fn an_object_template_follows_a_configmap() {
     use k8s_openapi::api::core::v1::ConfigMap;
-    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
     use kube::api::DeleteParams;
 
     let _serial = SERIAL.lock().await;
@@ -186,25 +212,7 @@ async fn an_object_template_follows_a_configmap() {
     let ns = ctx.namespace.clone();
     // The allowlist names this namespace's ConfigMaps, and a Role grants exactly that read,
     // as docs/catalog-switcher.md tells an admin to do.
-    let role: Role = serde_json::from_value(json!({
-        "metadata": {"name": "catalog-switcher-read", "namespace": ns},
-        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}]
-    }))
-    .unwrap();
-    Api::<Role>::namespaced(ctx.client.clone(), &ns)
-        .create(&Default::default(), &role)
-        .await
-        .unwrap();
-    let binding: RoleBinding = serde_json::from_value(json!({
-        "metadata": {"name": "catalog-switcher-read", "namespace": ns},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "catalog-switcher-read"},
-        "subjects": [{"kind": "ServiceAccount", "name": "catalog-switcher", "namespace": "olm-system"}]
-    }))
-    .unwrap();
-    Api::<RoleBinding>::namespaced(ctx.client.clone(), &ns)
-        .create(&Default::default(), &binding)
-        .await
-        .unwrap();
+    grant_configmap_reads(&ctx).await;
     let switcher = start_catalog_switcher_with(
         &ctx.name("switcher"),
         &[format!("--allowed-resources=v1/configmaps@{ns}")],
@@ -386,30 +394,10 @@ async fn an_object_template_follows_a_configmap() {
 /// (a template that would pass it gets `WatchLimitReached`, and starts no watch).
 #[tokio::test]
 async fn templates_read_a_bounded_number_of_objects() {
-    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
-
     let _serial = SERIAL.lock().await;
     let ctx = TestContext::new("sw-caps").await.unwrap();
     let ns = ctx.namespace.clone();
-    let role: Role = serde_json::from_value(json!({
-        "metadata": {"name": "catalog-switcher-read", "namespace": ns},
-        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}]
-    }))
-    .unwrap();
-    Api::<Role>::namespaced(ctx.client.clone(), &ns)
-        .create(&Default::default(), &role)
-        .await
-        .unwrap();
-    let binding: RoleBinding = serde_json::from_value(json!({
-        "metadata": {"name": "catalog-switcher-read", "namespace": ns},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "catalog-switcher-read"},
-        "subjects": [{"kind": "ServiceAccount", "name": "catalog-switcher", "namespace": "olm-system"}]
-    }))
-    .unwrap();
-    Api::<RoleBinding>::namespaced(ctx.client.clone(), &ns)
-        .create(&Default::default(), &binding)
-        .await
-        .unwrap();
+    grant_configmap_reads(&ctx).await;
     for cm in ["one", "two"] {
         ctx.apply(&json!({
             "apiVersion": "v1", "kind": "ConfigMap",
