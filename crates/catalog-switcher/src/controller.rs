@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use kube::api::Api;
-use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{WatchStreamExt, watcher};
-use olm_runtime::metrics::{Metrics, ReconcileOutcome};
+use olm_runtime::metrics::Metrics;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -55,7 +55,6 @@ pub async fn run<K>(
     K: Switched,
     K::DynamicType: Eq + std::hash::Hash + Clone + Default,
 {
-    metrics.register_controller(name, usize::from(CONCURRENCY));
     let listed: Mutex<BTreeSet<Dependent>> = Mutex::default();
     let watches = ctx.watches.clone();
     let observe = move |event: &Result<watcher::Event<K>, watcher::Error>| {
@@ -84,26 +83,23 @@ pub async fn run<K>(
         .reflect(writer)
         .applied_objects();
     let version = version_changes(ctx.version.clone());
-    Controller::for_stream(objects, reader)
-        .with_config(Config::default().concurrency(CONCURRENCY))
+    let controller = Controller::for_stream(objects, reader)
         .reconcile_all_on(version)
-        .reconcile_on(requeue)
-        .graceful_shutdown_on(stop.cancelled_owned())
-        .run(
-            move |object, ctx| {
-                let timer = metrics.reconcile_timer(name);
-                async move {
-                    let result = reconcile::reconcile(object, ctx).await;
-                    timer.finish(ReconcileOutcome::of(&result));
-                    result
-                }
-            },
-            |_, error, _| {
-                tracing::warn!(%error, "reconcile failed; retrying in 10 s");
-                Action::requeue(Duration::from_secs(10))
-            },
-            ctx,
-        )
-        .for_each(|_| async {})
-        .await;
+        .reconcile_on(requeue);
+    olm_runtime::controller::Run {
+        name,
+        concurrency: CONCURRENCY,
+        metrics,
+        shutdown: stop,
+    }
+    .run(
+        controller,
+        reconcile::reconcile,
+        |_, error, _| {
+            tracing::warn!(%error, "reconcile failed; retrying in 10 s");
+            Action::requeue(Duration::from_secs(10))
+        },
+        ctx,
+    )
+    .await;
 }

@@ -13,10 +13,14 @@
 //! * [`lookup`]: reading the objects templates name, within the allowlist.
 //! * [`reconcile`]: one reconcile of a Catalog (server-side apply, only on change).
 //! * [`status`]: the reference and the status to write for an object, decided purely.
+//! * [`manager`]: the switcher as a manager, from its [`args`]; [`metrics`]: its families.
 
 pub mod allowlist;
+pub mod args;
 pub mod controller;
 pub mod lookup;
+pub mod manager;
+pub mod metrics;
 pub mod reconcile;
 pub mod render;
 pub mod status;

@@ -4,9 +4,18 @@
 //! (`v1.36.3`, `v1.36.3+abc`, `v1.37.0-rc.1`); when it does not parse, from the `major` and
 //! `minor` fields, whose `+` (as in `36+`, written by some distributions) is dropped, and the
 //! patch number is then unknown.
+//!
+//! [`poll`] reads it from the API server; [`keep_polling`] does so every interval (and at once
+//! when asked, after the Catalog watch restarted), sending each change to the controllers.
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::version::Info;
+use tokio::sync::{Notify, watch};
+use tokio_util::sync::CancellationToken;
 
+use crate::metrics::SwitcherMetrics;
 use crate::template::KubeVar;
 
 /// The numbers the version variables stand for.
@@ -60,6 +69,49 @@ impl KubeVersion {
 
 fn is_number(text: &str) -> bool {
     !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The API server's version, or `None` (logged) when it cannot be read.
+pub async fn poll(client: &kube::Client) -> Option<KubeVersion> {
+    match client.apiserver_version().await {
+        Ok(info) => {
+            let version = KubeVersion::from_info(&info);
+            if version.is_none() {
+                tracing::warn!(git_version = %info.git_version, "the API server's version has no usable numbers");
+            }
+            version
+        }
+        Err(error) => {
+            tracing::warn!(%error, "could not read the API server's version; keeping the last one");
+            None
+        }
+    }
+}
+
+/// Polls the version every `interval`, and at once when `now` is notified, until `shutdown`:
+/// each change goes to `version` (every controller then re-resolves all its objects) and to
+/// the version metric. A failed poll keeps the last version.
+pub async fn keep_polling(
+    client: kube::Client,
+    interval: Duration,
+    now: Arc<Notify>,
+    version: watch::Sender<Option<KubeVersion>>,
+    metrics: SwitcherMetrics,
+    shutdown: CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(interval) => {}
+            () = now.notified() => {}
+        }
+        let polled = poll(&client).await;
+        if polled.is_some() && *version.borrow() != polled {
+            tracing::info!(version = ?polled, "the API server's version changed");
+            metrics.set_version(polled.as_ref());
+            version.send_replace(polled);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use kube::runtime::reflector::{self, ObjectRef, Store as Reflector};
 use kube::runtime::{WatchStreamExt, watcher};
 use olm_api::catalog::Catalog;
 use olm_runtime::admin::ReadinessHandle;
-use olm_runtime::metrics::{Metrics, ReconcileOutcome};
+use olm_runtime::metrics::Metrics;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -197,26 +197,21 @@ pub fn build(
 
 async fn reconcile(
     catalog: Arc<Catalog>,
-    ctx: Arc<(Context, Arc<Metrics>)>,
+    ctx: Arc<Context>,
 ) -> Result<Action, kube::runtime::finalizer::Error<Error>> {
-    let (ctx, metrics) = (&ctx.0, &ctx.1);
-    let timer = metrics.reconcile_timer(CONTROLLER);
+    let ctx = ctx.as_ref();
     let api: Api<Catalog> = Api::all(ctx.parts.client.clone());
     let span = tracing::info_span!("reconcile", catalog = %catalog.name_any());
-    let result = finalizer(&api, FINALIZER, catalog, |event| async move {
+    finalizer(&api, FINALIZER, catalog, |event| async move {
         match event {
             Finalizer::Apply(c) => reconcile::apply(c, ctx).await,
             Finalizer::Cleanup(c) => reconcile::cleanup(c, ctx).await,
         }
     })
     .instrument(span)
-    .await;
-    timer.finish(ReconcileOutcome::of(&result));
-    result
+    .await
 }
 
-/// An unpack failure retries on the plan's backoff (its status is written already); other
-/// errors (the API server, the store) after 10 s.
 fn retry_of(error: &kube::runtime::finalizer::Error<Error>) -> Duration {
     match error {
         kube::runtime::finalizer::Error::ApplyFailed(Error::Unpack { retry, .. }) => *retry,
@@ -227,7 +222,7 @@ fn retry_of(error: &kube::runtime::finalizer::Error<Error>) -> Duration {
 fn error_policy(
     catalog: Arc<Catalog>,
     error: &kube::runtime::finalizer::Error<Error>,
-    _ctx: Arc<(Context, Arc<Metrics>)>,
+    _ctx: Arc<Context>,
 ) -> Action {
     let retry = retry_of(error);
     if !matches!(
@@ -239,24 +234,21 @@ fn error_policy(
     Action::requeue(retry)
 }
 
-/// Runs the controller until `shutdown` is cancelled.
+/// Runs the controller until `shutdown` is cancelled, every reconcile counted.
 pub async fn run(
     controller: Controller<Catalog>,
     ctx: Context,
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
 ) {
-    let ctx = Arc::new((ctx, metrics));
-    controller
-        .with_config(kube::runtime::controller::Config::default().concurrency(CONCURRENCY))
-        .graceful_shutdown_on(async move { shutdown.cancelled().await })
-        .run(reconcile, error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(e) = result {
-                tracing::debug!(error = %e, "controller event");
-            }
-        })
-        .await;
+    olm_runtime::controller::Run {
+        name: CONTROLLER,
+        concurrency: CONCURRENCY,
+        metrics,
+        shutdown,
+    }
+    .run(controller, reconcile, error_policy, Arc::new(ctx))
+    .await;
 }
 
 #[cfg(test)]

@@ -174,6 +174,19 @@ pub struct Follower {
 }
 
 impl Follower {
+    /// The hand-over: copies the leader's content until this replica leads (`true`) or
+    /// `shutdown` comes first (`false`), then stops copying, so that the leader's own
+    /// reconciles take over the store.
+    pub async fn until_leading(self, shutdown: &CancellationToken) -> bool {
+        let stop = shutdown.child_token();
+        let leadership = self.leadership.clone();
+        let following = tokio::spawn(self.run(stop.clone()));
+        let leading = leadership.acquired(shutdown).await;
+        stop.cancel();
+        let _ = following.await;
+        leading
+    }
+
     /// Keeps the store in step until `stop`.
     pub async fn run(self, stop: CancellationToken) {
         let (reader, writer) = reflector::store::<Catalog>();

@@ -54,6 +54,29 @@ pub async fn ensure_pod_security(
     Ok(decision)
 }
 
+/// [`ensure_pod_security`], logged: a failure is not fatal (generator Pods meet the
+/// restricted level by themselves).
+pub async fn label(client: &kube::Client, namespace: &str, level: &str) {
+    match ensure_pod_security(client, namespace, level).await {
+        Ok(Labelling::Add) => {
+            tracing::info!(%namespace, label = ENFORCE_LABEL, %level, "labelled the namespace for Pod Security")
+        }
+        Ok(Labelling::Present) => {}
+        Ok(Labelling::Other(current)) => tracing::warn!(
+            %namespace,
+            label = ENFORCE_LABEL,
+            %current,
+            wanted = %level,
+            "the namespace enforces another Pod Security level, set by someone else; left as it is"
+        ),
+        Err(error) => tracing::warn!(
+            %namespace,
+            error = %olm_runtime::error_chain(&error),
+            "could not set the namespace's Pod Security label (--namespace-pod-security); generator Pods still run restricted"
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

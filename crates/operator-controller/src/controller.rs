@@ -19,7 +19,7 @@ use olm_api::catalog::Catalog;
 use olm_api::operator::Operator;
 use olm_runtime::admin::ReadinessHandle;
 use olm_runtime::events::EventPublisher;
-use olm_runtime::metrics::{Metrics, ReconcileOutcome};
+use olm_runtime::metrics::Metrics;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -183,25 +183,14 @@ pub fn build(
     (controller, ctx)
 }
 
-async fn run_one(
-    op: Arc<Operator>,
-    ctx: Arc<(Arc<Context>, Arc<Metrics>)>,
-) -> Result<Action, Error> {
-    let (ctx, metrics) = (&ctx.0, &ctx.1);
-    let timer = metrics.reconcile_timer(CONTROLLER);
+async fn run_one(op: Arc<Operator>, ctx: Arc<Context>) -> Result<Action, Error> {
     let span = tracing::info_span!("reconcile", operator = %op.name_any());
-    let result = reconcile::reconcile(op, ctx).instrument(span).await;
-    timer.finish(ReconcileOutcome::of(&result));
-    result
+    reconcile::reconcile(op, &ctx).instrument(span).await
 }
 
-fn error_policy(
-    op: Arc<Operator>,
-    error: &Error,
-    ctx: Arc<(Arc<Context>, Arc<Metrics>)>,
-) -> Action {
+fn error_policy(op: Arc<Operator>, error: &Error, ctx: Arc<Context>) -> Action {
     let name = op.name_any();
-    let wait = ctx.0.backoffs.failed(&name);
+    let wait = ctx.backoffs.failed(&name);
     match error {
         Error::CatalogsUnavailable => {
             tracing::info!(operator = %name, ?wait, "catalog content unavailable; retrying")
@@ -229,17 +218,14 @@ pub async fn run(
         ctx.requeue.clone(),
         shutdown.clone(),
     ));
-    let ctx = Arc::new((ctx, metrics));
-    controller
-        .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
-        .graceful_shutdown_on(async move { shutdown.cancelled().await })
-        .run(run_one, error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(e) = result {
-                tracing::debug!(error = %e, "controller event");
-            }
-        })
-        .await;
+    olm_runtime::controller::Run {
+        name: CONTROLLER,
+        concurrency,
+        metrics,
+        shutdown,
+    }
+    .run(controller, run_one, error_policy, ctx)
+    .await;
 }
 
 #[cfg(test)]

@@ -6,14 +6,17 @@
 //! * [`resolution`] resolves jointly, group by group, with memoized answers — the one code path
 //!   the controller and `explain` share;
 //! * [`plan`] decides what to write (BundleDeployment, status, event) from an answer (pure);
-//! * [`controller`] and [`reconcile`] wire it to the API server.
+//! * [`controller`] and [`reconcile`] wire it to the API server;
+//! * [`manager`] runs it as a manager from its [`args`], and the `explain` command.
 
+pub mod args;
 pub mod backoff;
 pub mod bundle_deployment;
 pub mod content;
 pub mod controller;
 pub mod explain;
 pub mod inputs;
+pub mod manager;
 pub mod memo;
 pub mod metrics;
 pub mod plan;

@@ -1,8 +1,8 @@
 //! What every olm-rs manager binary shares, so catalogd, operator-controller and
 //! catalog-switcher start, observe and stop the same way.
 //!
-//! A manager's `main` typically runs, in this order ([`start`] does steps 1 to 4 and joins
-//! leader election, [`leader`]):
+//! A manager's `main` parses its flags and hands its own steps to [`manager::run`], which
+//! runs, in this order ([`start`] does steps 1 to 4 and joins leader election, [`leader`]):
 //!
 //! 1. [`telemetry::init_tracing`] — logs first, so every later failure is visible;
 //! 2. [`shutdown::shutdown_on_signals`] — one [`CancellationToken`](tokio_util::sync::CancellationToken)
@@ -10,13 +10,16 @@
 //! 3. [`client::client`] — installs the rustls `ring` provider, then builds the kube client;
 //! 4. [`metrics::Metrics::new`] and [`admin::Readiness`] — shared by the controllers;
 //! 5. [`admin::AdminServer::spawn`] — `/metrics`, `/healthz`, `/readyz` on their own port;
-//! 6. the controllers, each timing reconciles with [`metrics::Metrics::reconcile_timer`] and
-//!    reporting through [`events::EventPublisher`].
+//! 6. the manager's preparation, then its leader's work: controllers run by
+//!    [`controller::Run`], which times and counts every reconcile, each reporting through
+//!    [`events::EventPublisher`].
 
 pub mod admin;
 pub mod client;
+pub mod controller;
 pub mod events;
 pub mod leader;
+pub mod manager;
 pub mod metrics;
 pub mod shutdown;
 pub mod telemetry;
@@ -56,6 +59,9 @@ pub struct Started {
 /// election, shutdown.
 #[derive(clap::Args, Debug, Clone)]
 pub struct RuntimeArgs {
+    /// Log format: plain or json.
+    #[arg(long, default_value = "plain", global = true)]
+    pub log_format: LogFormat,
     /// The admin server's flags.
     #[command(flatten)]
     pub admin: admin::AdminArgs,
@@ -71,8 +77,6 @@ pub struct RuntimeArgs {
 pub struct StartOptions<'a> {
     /// The manager's name (`catalogd`, ...): in logs, the user agent and the Lease's name.
     pub name: &'a str,
-    /// The log format.
-    pub log_format: LogFormat,
     /// The shared flags.
     pub runtime: &'a RuntimeArgs,
     /// An address the leader advertises on the Lease for followers.
@@ -86,13 +90,12 @@ pub struct StartOptions<'a> {
 pub async fn start(options: StartOptions<'_>) -> Result<Started, Error> {
     let StartOptions {
         name,
-        log_format,
         runtime,
         advertise,
         flags,
     } = options;
     let election = &runtime.leader_election;
-    init_tracing(log_format, "info,kube=warn")?;
+    init_tracing(runtime.log_format, "info,kube=warn")?;
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
         ?flags,
@@ -192,6 +195,10 @@ pub enum Error {
     /// The HTTPS certificate could not be loaded or made.
     #[error("HTTPS setup failed")]
     Tls(#[source] tls::TlsError),
+
+    /// This replica lost the leader lease while it led; its work was stopped.
+    #[error(transparent)]
+    LeadershipLost(#[from] leader::Lost),
 
     /// SIGTERM or SIGINT handlers could not be installed.
     #[error("could not listen for SIGTERM/SIGINT")]

@@ -1,0 +1,198 @@
+//! catalogd's flags (every one also documented in docs/catalogs.md and docs/install.md).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Parser;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use olm_runtime::RuntimeArgs;
+
+use crate::budget::MemorySettings;
+use crate::source::custom::resources;
+use crate::source::network::NetworkPolicy;
+
+/// catalogd: unpacks, validates and serves the content of Catalog objects.
+#[derive(Parser, Debug)]
+#[command(version, about, args_override_self = true)]
+pub struct Args {
+    /// Where unpacked content is stored.
+    #[arg(
+        long,
+        env = "CATALOGD_STORAGE_DIR",
+        default_value = "/var/cache/catalogd"
+    )]
+    pub storage_dir: PathBuf,
+    /// Address of the catalog content server.
+    #[arg(long, default_value = "0.0.0.0:8083")]
+    pub content_address: SocketAddr,
+    /// Base URL clients use to reach the content server; contentURL is
+    /// `<this>/catalogs/<name>/all.json`.
+    #[arg(
+        long,
+        env = "CATALOGD_EXTERNAL_ADDRESS",
+        default_value = "http://catalogd.olm-system.svc:8083"
+    )]
+    pub external_address: String,
+    /// catalogd's own namespace: ConfigMaps and Secrets are read here.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "olm-system")]
+    pub namespace: String,
+    /// Other namespaces whose ConfigMaps Catalogs may name (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub allowed_configmap_namespaces: Vec<String>,
+    /// The largest catalog (HTTP body, unpacked archive, ConfigMaps' content, image layer, git
+    /// object) accepted, in bytes. At most --unpack-budget-bytes.
+    #[arg(long, default_value_t = 64 * 1024 * 1024)]
+    pub max_content_bytes: u64,
+    /// The most bytes of content held at once, fetched or being unpacked, across all Catalogs:
+    /// what bounds catalogd's memory (docs/install.md gives the formula). Sources take their
+    /// share before they read a body.
+    #[arg(long, default_value_t = 64 * 1024 * 1024)]
+    pub unpack_budget_bytes: u64,
+    /// The most memory the in-memory indexes of served catalogs take together (about 44 bytes
+    /// per line, i.e. per blob); new content that would exceed it fails with ContentTooLarge.
+    #[arg(long, default_value_t = 96 * 1024 * 1024)]
+    pub max_served_index_bytes: u64,
+    /// How long one HTTP fetch may take, in seconds.
+    #[arg(long, default_value_t = 120)]
+    pub http_timeout_seconds: u64,
+    /// How long one image pull may take in all, in seconds (connecting and each read are
+    /// bounded by --http-timeout-seconds).
+    #[arg(long, default_value_t = 300)]
+    pub image_timeout_seconds: u64,
+    /// Image pulls running at once, across all Catalogs.
+    #[arg(long, default_value_t = 2)]
+    pub max_concurrent_pulls: usize,
+    /// Registries (`host` or `host:port`, comma-separated) that may be reached over plain
+    /// HTTP when they do not speak TLS; loopback registries always may.
+    #[arg(long, value_delimiter = ',')]
+    pub insecure_registries: Vec<String>,
+    /// PEM bundle of CAs trusted for every registry, besides the system's.
+    #[arg(long)]
+    pub registry_ca_file: Option<PathBuf>,
+    /// Where image layers are cached, by digest (default: `.layers` in --storage-dir).
+    #[arg(long)]
+    pub layer_cache_dir: Option<PathBuf>,
+    /// How many bytes of layers the cache keeps; the least recently used go first.
+    #[arg(long, default_value_t = 1024 * 1024 * 1024)]
+    pub layer_cache_bytes: u64,
+    /// How long one git ls-refs or fetch may take in all, in seconds.
+    #[arg(long, default_value_t = 300)]
+    pub git_timeout_seconds: u64,
+    /// Git fetches running at once, across all Catalogs.
+    #[arg(long, default_value_t = 2)]
+    pub max_concurrent_git_fetches: usize,
+    /// Listen address of the upload endpoint, where generator Pods of custom sources upload
+    /// their output.
+    #[arg(long, default_value = "0.0.0.0:8084")]
+    pub upload_address: SocketAddr,
+    /// Base URL generator Pods reach the upload endpoint at.
+    #[arg(
+        long,
+        env = "CATALOGD_UPLOAD_URL",
+        default_value = "http://catalogd.olm-system.svc:8084"
+    )]
+    pub upload_url: String,
+    /// Image of the collector container of generator Pods: catalogd's own image.
+    #[arg(
+        long,
+        env = "CATALOGD_COLLECTOR_IMAGE",
+        default_value = concat!("ghcr.io/olm-rs/catalogd:v", env!("CARGO_PKG_VERSION"))
+    )]
+    pub collector_image: String,
+    /// Generators (custom sources) running at once, across all Catalogs.
+    #[arg(long, default_value_t = 2)]
+    pub max_concurrent_generators: usize,
+    /// Requests of a generator container whose spec sets neither a request nor a limit for a
+    /// resource (`cpu=…,memory=…,ephemeral-storage=…`).
+    #[arg(long, value_parser = resources::parse_list, default_value = resources::DEFAULT_REQUESTS)]
+    pub generator_default_requests: BTreeMap<String, Quantity>,
+    /// Limits of a generator container whose spec sets none for a resource (a lone request
+    /// becomes the limit).
+    #[arg(long, value_parser = resources::parse_list, default_value = resources::DEFAULT_LIMITS)]
+    pub generator_default_limits: BTreeMap<String, Quantity>,
+    /// PEM certificate (chain) of the content server: with it, content is served over HTTPS
+    /// (reloaded when the file changes). --external-address should then be https.
+    #[arg(long, requires = "content_tls_key_file")]
+    pub content_tls_cert_file: Option<PathBuf>,
+    /// PEM private key of --content-tls-cert-file.
+    #[arg(long, requires = "content_tls_cert_file")]
+    pub content_tls_key_file: Option<PathBuf>,
+    /// PEM CAs trusted when a follower copies content from the leader over HTTPS, besides the
+    /// system's (the CA of --content-tls-cert-file).
+    #[arg(long)]
+    pub peer_ca_file: Option<PathBuf>,
+    /// Base URL at which other replicas reach this replica's content server (in a Pod:
+    /// `http://$(POD_IP):8083`). The leader advertises it on the leader Lease; followers copy
+    /// served content from it. Needed with --leader-elect and more than one replica.
+    #[arg(long, env = "CATALOGD_PEER_ADDRESS")]
+    pub peer_address: Option<String>,
+    /// How long a follower may miss content the leader serves before it reports not ready
+    /// (`content-sync`), so that the Service stops sending clients to stale content.
+    #[arg(long, default_value_t = 60)]
+    pub follower_max_lag_seconds: u64,
+    /// The Pod Security level (privileged, baseline, restricted) catalogd's namespace should
+    /// enforce, where generator Pods run: set as the namespace's
+    /// pod-security.kubernetes.io/enforce label when it has none (a label already there is
+    /// kept). Unset: the namespace's labels are left alone.
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::namespace::LEVELS))]
+    pub namespace_pod_security: Option<String>,
+    #[command(flatten)]
+    pub network: NetworkArgs,
+    #[command(flatten)]
+    pub runtime: RuntimeArgs,
+}
+
+/// Where sources may connect (docs/catalogs.md, "Network policy").
+#[derive(clap::Args, Debug)]
+pub struct NetworkArgs {
+    /// Let sources reach loopback addresses (127.0.0.0/8, ::1): for a machine whose test
+    /// servers listen there, never in a cluster.
+    #[arg(long, num_args = 0..=1, default_value_t = false, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub allow_loopback_sources: bool,
+    /// Let sources reach link-local addresses (169.254.0.0/16, fe80::/10), where clouds serve
+    /// instance metadata.
+    #[arg(long, num_args = 0..=1, default_value_t = false, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub allow_link_local_sources: bool,
+    /// CIDRs sources never reach (comma-separated), such as the cluster's Service and Pod
+    /// ranges; the API server's and catalogd's own addresses always are.
+    #[arg(long, value_delimiter = ',')]
+    pub denied_source_cidrs: Vec<ipnet::IpNet>,
+    /// The only hosts sources may reach (comma-separated names, `*.domain` or addresses);
+    /// empty: any host the other rules allow.
+    #[arg(long, value_delimiter = ',')]
+    pub allowed_source_hosts: Vec<String>,
+    /// Let a Catalog send a pull secret to a registry with insecureSkipTLSVerify (its
+    /// certificate unchecked, so anyone in between can take the credentials).
+    #[arg(long, num_args = 0..=1, default_value_t = false, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub allow_credentials_without_tls_verify: bool,
+}
+
+impl NetworkArgs {
+    /// The policy these flags set, with the API server's and this Pod's own addresses denied.
+    pub fn policy(&self) -> Arc<NetworkPolicy> {
+        Arc::new(
+            NetworkPolicy {
+                allow_loopback: self.allow_loopback_sources,
+                allow_link_local: self.allow_link_local_sources,
+                denied: self.denied_source_cidrs.clone(),
+                allowed_hosts: self.allowed_source_hosts.clone(),
+            }
+            .deny_own_addresses(|v| std::env::var(v).ok()),
+        )
+    }
+}
+
+impl Args {
+    /// The settings catalogd's memory bound is computed from.
+    pub fn memory(&self) -> MemorySettings {
+        MemorySettings {
+            max_content_bytes: self.max_content_bytes,
+            unpack_budget_bytes: self.unpack_budget_bytes,
+            max_concurrent_generators: self.max_concurrent_generators as u64,
+            max_concurrent_pulls: self.max_concurrent_pulls as u64,
+            max_served_index_bytes: self.max_served_index_bytes,
+        }
+    }
+}
