@@ -4,10 +4,10 @@
 //!   kube-controller-manager, kube-scheduler, via `tools/testbin/cluster.sh`), or reuses the one
 //!   named by `OLM_E2E_KUBECONFIG`, and installs the CRDs.
 //! * [`context::TestContext`] gives each test a client and its own namespace.
-//! * [`process`] starts processes that cannot outlive the test process.
+//! * [`process`], [`tls`], [`serve`], [`git`], [`ssh`], [`registry`], [`images`] and
+//!   [`memory`] are olm-testkit's fixtures (no cluster needed), re-exported.
 //! * [`wait`] waits on conditions with a deadline; nothing here sleeps and hopes.
-//! * [`catalogs`] and [`serve`] help tests of catalogd (catalogs, waits, metrics, file servers).
-//! * [`memory`] reads this process's RSS and peak (memory-bound tests, benchmarks).
+//! * [`catalogs`] helps tests of catalogd (catalogs, waits, metrics).
 //! * [`apply`] and [`table`] apply YAML and print `kubectl get`-style tables (used by the demo).
 
 pub mod apply;
@@ -16,21 +16,17 @@ pub mod catalogs;
 pub mod chart;
 pub mod cluster;
 pub mod context;
-pub mod git;
-pub mod images;
 pub mod kubelet;
 pub mod manager;
-pub mod memory;
 pub mod operators;
-pub mod process;
 pub mod prometheus;
-pub mod registry;
 pub mod samples;
-pub mod serve;
-pub mod ssh;
 pub mod table;
-pub mod tls;
 pub mod wait;
+
+// The fixtures that need no cluster live in olm-testkit (catalogd's tests use them too);
+// re-exported so the harness and its tests name them as before.
+pub use olm_testkit::{git, images, memory, process, registry, serve, ssh, tls};
 
 use std::path::PathBuf;
 
@@ -72,6 +68,9 @@ pub enum Error {
         /// The object as last seen, for debugging.
         last_state: String,
     },
+    /// A fixture of olm-testkit failed.
+    #[error(transparent)]
+    Fixture(#[from] olm_testkit::Error),
     /// Reading a file failed.
     #[error("{path}: {source}")]
     Io {

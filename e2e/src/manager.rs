@@ -25,15 +25,7 @@ pub struct Manager {
     pub dir: PathBuf,
 }
 
-/// A free TCP port on 127.0.0.1 (released again; the manager binds it a moment later).
-pub fn free_port() -> Result<u16> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")
-        .map_err(|e| Error::Cluster(format!("finding a free port: {e}")))?;
-    listener
-        .local_addr()
-        .map(|a| a.port())
-        .map_err(|e| Error::Cluster(e.to_string()))
-}
+pub use olm_testkit::free_port;
 
 /// Two distinct free ports: both listeners are held until both are chosen.
 pub fn free_ports() -> Result<(u16, u16)> {
@@ -182,7 +174,10 @@ impl Manager {
 
     /// Stops the process (SIGTERM, then SIGKILL after 10 s) and waits until it has exited.
     pub fn stop(&self) -> Result<()> {
-        crate::process::stop(&self.child, std::time::Duration::from_secs(10))
+        Ok(crate::process::stop(
+            &self.child,
+            std::time::Duration::from_secs(10),
+        )?)
     }
 
     /// Sends `signal` (as kill(1) names it: `KILL`, `STOP`, `CONT`) to the process, unless it
@@ -192,7 +187,8 @@ impl Manager {
             .child
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        crate::process::signal(&mut child, signal).map(|_| ())
+        crate::process::signal(&mut child, signal)?;
+        Ok(())
     }
 
     /// Waits at most `timeout` for the process to exit: its exit status, or `None` while it

@@ -24,9 +24,9 @@ use std::time::{Duration, Instant};
 use catalogd::source::git::remote::{self, Remote};
 use catalogd::source::git::spec::Want;
 use catalogd::source::git::tree;
-use olm_e2e::git::GitServer;
-use olm_e2e::images::noise;
 use olm_resolver::synth::{SynthConfig, generate};
+use olm_testkit::git::GitServer;
+use olm_testkit::images::noise;
 
 const MAX: u64 = 256 << 20;
 

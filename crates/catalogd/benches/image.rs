@@ -30,9 +30,9 @@ use olm_api::catalog::{
     Catalog, CatalogSpec, ImageSource as ImageSpec, ResolvedImageSource, ResolvedSource, Source,
     SourceType,
 };
-use olm_e2e::images::{Entry, layer, noise, push};
-use olm_e2e::registry::Registry;
 use olm_resolver::synth::{SynthConfig, generate};
+use olm_testkit::images::{Entry, layer, noise, push};
+use olm_testkit::registry::Registry;
 
 const AGENT: &str = "olm-rs-catalogd";
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 use catalogd::source::git::remote::{self, Remote};
 use catalogd::source::git::spec::Want;
 use catalogd::source::network::NetworkPolicy;
-use olm_e2e::git::GitServer;
+use olm_testkit::git::GitServer;
 
 /// The chart's --max-content-bytes.
 const MAX_BYTES: u64 = 256 << 20;
@@ -47,7 +47,7 @@ async fn a_small_pack_declaring_a_huge_object_is_refused_without_allocating_it()
     };
     let scratch = dir.path().join("scratch");
     let (rise, result) = tokio::task::spawn_blocking(move || {
-        olm_e2e::memory::peak_rise(|| {
+        olm_testkit::memory::peak_rise(|| {
             remote::fetch(&remote, &Want::Branch("main".into()), &scratch, MAX_BYTES)
                 .map(|f| f.bytes)
         })

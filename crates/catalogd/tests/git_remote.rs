@@ -13,7 +13,7 @@ use catalogd::source::git::spec::Want;
 use catalogd::source::git::tree;
 use catalogd::source::network::NetworkPolicy;
 use gix::ObjectId;
-use olm_e2e::git::{GitCredentials, GitServer};
+use olm_testkit::git::{GitCredentials, GitServer};
 
 const CATALOG: &str = "schema: olm.package\nname: p\n";
 
@@ -21,7 +21,7 @@ fn remote(url: &str, account: Option<(&str, &str)>) -> Remote {
     Remote {
         url: url.to_owned(),
         account: account.map(|(u, p)| (u.to_owned(), p.to_owned())),
-        ca: reqwest::Certificate::from_pem_bundle(olm_e2e::tls::ca().unwrap().pem.as_bytes())
+        ca: reqwest::Certificate::from_pem_bundle(olm_testkit::tls::ca().unwrap().pem.as_bytes())
             .unwrap(),
         timeout: Duration::from_secs(30),
         shown: url.to_owned(),
@@ -265,7 +265,7 @@ async fn huge_packs_and_silent_servers_are_given_up_on() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ssh_repositories_need_a_known_host_and_an_accepted_key() {
     use catalogd::source::git::ssh::SshAuth;
-    use olm_e2e::ssh::SshServer;
+    use olm_testkit::ssh::SshServer;
 
     let (dir, scratch, server) = serve(None).await;
     let repo = server.create("catalogs").unwrap();

@@ -2,4 +2,4 @@
 //! tests use too).
 #![allow(dead_code, unused_imports)] // each benchmark uses its part
 
-pub use olm_e2e::memory::{reset_peak, status_kib};
+pub use olm_testkit::memory::{reset_peak, status_kib};

@@ -19,7 +19,7 @@ pub fn plain() -> Result<&'static Registry> {
     PLAIN
         .get_or_init(|| Registry::start("plain", None).map_err(|e| e.to_string()))
         .as_ref()
-        .map_err(|e| Error::Cluster(e.clone()))
+        .map_err(|e| Error::Fixture(e.clone()))
 }
 
 /// The registry binary (Debian's docker-registry package).
@@ -47,18 +47,18 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// Starts a registry named `name` (its folder in the run's folder, removed when this
-    /// process exits); secured with TLS and htpasswd when `credentials` are given.
+    /// Starts a registry named `name` (its folder in this process's scratch folder, removed
+    /// when it exits); secured with TLS and htpasswd when `credentials` are given.
     pub fn start(name: &str, credentials: Option<Credentials>) -> Result<Registry> {
-        let dir = crate::manager::run_base()?.join("registries").join(name);
+        let dir = crate::scratch_dir()?.join("registries").join(name);
         Registry::start_in(&dir, credentials)
     }
 
-    /// Starts a registry in `dir` (emptied first, removed when this process exits), without a
-    /// control plane (benchmarks use this); secured as [`Registry::start`] says.
+    /// Starts a registry in `dir` (emptied first, removed when this process exits); secured
+    /// as [`Registry::start`] says.
     pub fn start_in(dir: &Path, credentials: Option<Credentials>) -> Result<Registry> {
         let binary = crate::process::which(BINARY).ok_or_else(|| {
-            Error::Cluster(format!(
+            Error::Fixture(format!(
                 "{BINARY} is not installed; hack/test.sh installs it (Debian package docker-registry)"
             ))
         })?;
@@ -66,7 +66,7 @@ impl Registry {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("storage")).map_err(io(&dir))?;
         crate::process::remove_on_exit(&dir)?;
-        let port = crate::manager::free_port()?;
+        let port = crate::free_port()?;
         let host = format!("127.0.0.1:{port}");
         let mut config = format!(
             "version: 0.1\nlog:\n  level: info\n  formatter: text\n  accesslog:\n    disabled: false\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {host}\n",
@@ -81,7 +81,7 @@ impl Registry {
                 dir.join("htpasswd").display()
             ));
             let hash = bcrypt::hash(&c.password, 5)
-                .map_err(|e| Error::Cluster(format!("hashing the registry password: {e}")))?;
+                .map_err(|e| Error::Fixture(format!("hashing the registry password: {e}")))?;
             std::fs::write(dir.join("htpasswd"), format!("{}:{hash}\n", c.user))
                 .map_err(io(&dir))?;
         }
@@ -130,7 +130,7 @@ impl Registry {
                 return Ok(());
             }
             if std::time::Instant::now() > deadline {
-                return Err(Error::Cluster(format!(
+                return Err(Error::Fixture(format!(
                     "registry {} did not answer within 30 s; its log: {}",
                     self.host,
                     self.log()

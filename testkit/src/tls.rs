@@ -30,7 +30,7 @@ static CA: OnceLock<std::result::Result<Ca, String>> = OnceLock::new();
 pub fn ca() -> Result<&'static Ca> {
     CA.get_or_init(|| make_ca().map_err(|e| e.to_string()))
         .as_ref()
-        .map_err(|e| Error::Cluster(e.clone()))
+        .map_err(|e| Error::Fixture(e.clone()))
 }
 
 impl Ca {
@@ -157,11 +157,11 @@ fn openssl(dir: &Path, args: &[&str]) -> Result<()> {
         .args(args)
         .current_dir(dir)
         .output()
-        .map_err(|e| Error::Cluster(format!("running openssl: {e}")))?;
+        .map_err(|e| Error::Fixture(format!("running openssl: {e}")))?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(Error::Cluster(format!(
+        Err(Error::Fixture(format!(
             "openssl {}: {}",
             args.join(" "),
             String::from_utf8_lossy(&out.stderr)

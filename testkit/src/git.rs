@@ -62,10 +62,10 @@ impl GitServer {
             .with_state(state.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
-            .map_err(|e| Error::Cluster(format!("binding the git server: {e}")))?;
+            .map_err(|e| Error::Fixture(format!("binding the git server: {e}")))?;
         let addr = listener
             .local_addr()
-            .map_err(|e| Error::Cluster(e.to_string()))?;
+            .map_err(|e| Error::Fixture(e.to_string()))?;
         let (tls, tls_addr) = crate::serve::tls_listener(&root.join(".tls")).await?;
         let plain = app.clone();
         tokio::spawn(async move { axum::serve(listener, plain).await });
@@ -239,9 +239,9 @@ fn git(dir: &Path, args: &[&str]) -> Result<String> {
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("HOME", dir)
         .output()
-        .map_err(|e| Error::Cluster(format!("running git: {e}")))?;
+        .map_err(|e| Error::Fixture(format!("running git: {e}")))?;
     if !out.status.success() {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Fixture(format!(
             "git {}: {}",
             args.join(" "),
             String::from_utf8_lossy(&out.stderr)

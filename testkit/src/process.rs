@@ -66,10 +66,10 @@ pub fn spawn_tethered(
     let (tx, rx) = channel();
     spawner()?
         .send((command, tx))
-        .map_err(|_| Error::Cluster("the spawner thread is gone".into()))?;
+        .map_err(|_| Error::Fixture("the spawner thread is gone".into()))?;
     rx.recv()
-        .map_err(|_| Error::Cluster("the spawner thread is gone".into()))?
-        .map_err(|e| Error::Cluster(format!("starting {}: {e}", program.display())))
+        .map_err(|_| Error::Fixture("the spawner thread is gone".into()))?
+        .map_err(|e| Error::Fixture(format!("starting {}: {e}", program.display())))
 }
 
 /// The peak resident memory (VmHWM) of process `pid`, in MiB (0 when it cannot be read).
@@ -92,7 +92,7 @@ pub type Kept = Arc<Mutex<Child>>;
 pub fn signal(child: &mut Child, signal: &str) -> Result<bool> {
     if child
         .try_wait()
-        .map_err(|e| Error::Cluster(e.to_string()))?
+        .map_err(|e| Error::Fixture(e.to_string()))?
         .is_some()
     {
         return Ok(false);
@@ -101,11 +101,11 @@ pub fn signal(child: &mut Child, signal: &str) -> Result<bool> {
     let status = Command::new("kill")
         .args([format!("-{signal}"), child.id().to_string()])
         .status()
-        .map_err(|e| Error::Cluster(format!("kill -{signal}: {e}")))?;
+        .map_err(|e| Error::Fixture(format!("kill -{signal}: {e}")))?;
     if status.success() {
         Ok(true)
     } else {
-        Err(Error::Cluster(format!(
+        Err(Error::Fixture(format!(
             "kill -{signal} {} failed",
             child.id()
         )))
@@ -124,7 +124,7 @@ pub fn stop(child: &Kept, grace: std::time::Duration) -> Result<()> {
     while std::time::Instant::now() < deadline {
         if child
             .try_wait()
-            .map_err(|e| Error::Cluster(e.to_string()))?
+            .map_err(|e| Error::Fixture(e.to_string()))?
             .is_some()
         {
             return Ok(());
@@ -132,8 +132,8 @@ pub fn stop(child: &Kept, grace: std::time::Duration) -> Result<()> {
         // Polling our own child's exit, bounded by the deadline.
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
-    child.kill().map_err(|e| Error::Cluster(e.to_string()))?;
-    child.wait().map_err(|e| Error::Cluster(e.to_string()))?;
+    child.kill().map_err(|e| Error::Fixture(e.to_string()))?;
+    child.wait().map_err(|e| Error::Fixture(e.to_string()))?;
     Ok(())
 }
 

@@ -203,11 +203,11 @@ pub async fn push_manifest(
     client
         .push(&reference, layers, config, &auth, Some(manifest))
         .await
-        .map_err(|e| Error::Cluster(format!("pushing {reference}: {e}")))?;
+        .map_err(|e| Error::Fixture(format!("pushing {reference}: {e}")))?;
     client
         .fetch_manifest_digest(&reference, &auth)
         .await
-        .map_err(|e| Error::Cluster(format!("reading the digest of {reference}: {e}")))
+        .map_err(|e| Error::Fixture(format!("reading the digest of {reference}: {e}")))
 }
 
 /// Pushes the FBC `files` under `/configs` on a base layer, labelled as catalog images are.

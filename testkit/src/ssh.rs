@@ -46,9 +46,9 @@ fn keygen(dir: &Path, name: &str) -> Result<(String, String)> {
         .args(["-q", "-t", "ed25519", "-N", "", "-C", name, "-f"])
         .arg(&path)
         .output()
-        .map_err(|e| Error::Cluster(format!("running ssh-keygen: {e}")))?;
+        .map_err(|e| Error::Fixture(format!("running ssh-keygen: {e}")))?;
     if !out.status.success() {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Fixture(format!(
             "ssh-keygen: {}",
             String::from_utf8_lossy(&out.stderr)
         )));
@@ -65,7 +65,7 @@ impl SshServer {
         std::fs::create_dir_all(dir).map_err(io(dir))?;
         let sshd = PathBuf::from("/usr/sbin/sshd");
         if !sshd.exists() {
-            return Err(Error::Cluster(
+            return Err(Error::Fixture(
                 "sshd is missing: install openssh-server (hack/prereqs.sh does)".into(),
             ));
         }
@@ -75,7 +75,7 @@ impl SshServer {
         let (_, other_host) = keygen(dir, "other_host_key")?;
         let authorized = dir.join("authorized_keys");
         std::fs::write(&authorized, format!("{client_public}\n")).map_err(io(&authorized))?;
-        let port = crate::manager::free_port()?;
+        let port = crate::free_port()?;
         let config = dir.join("sshd_config");
         std::fs::write(
             &config,
@@ -111,7 +111,7 @@ impl SshServer {
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             if std::time::Instant::now() > deadline {
                 let text = std::fs::read_to_string(&log).unwrap_or_default();
-                return Err(Error::Cluster(format!("sshd did not start: {text}")));
+                return Err(Error::Fixture(format!("sshd did not start: {text}")));
             }
             std::thread::sleep(std::time::Duration::from_millis(50));
         }

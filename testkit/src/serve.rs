@@ -94,10 +94,10 @@ pub async fn http_file(path: &str, body: impl Into<Vec<u8>>) -> Result<(FileServ
     state.set_body(body);
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
-        .map_err(|e| Error::Cluster(format!("binding a file server: {e}")))?;
+        .map_err(|e| Error::Fixture(format!("binding a file server: {e}")))?;
     let addr = listener
         .local_addr()
-        .map_err(|e| Error::Cluster(e.to_string()))?;
+        .map_err(|e| Error::Fixture(e.to_string()))?;
     let app = router(state.clone(), path);
     tokio::spawn(async move { axum::serve(listener, app).await });
     Ok((state, format!("http://{addr}{path}")))
@@ -108,10 +108,10 @@ pub async fn http_file(path: &str, body: impl Into<Vec<u8>>) -> Result<(FileServ
 pub async fn http_redirect(location: &str) -> Result<String> {
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
-        .map_err(|e| Error::Cluster(format!("binding a redirect server: {e}")))?;
+        .map_err(|e| Error::Fixture(format!("binding a redirect server: {e}")))?;
     let addr = listener
         .local_addr()
-        .map_err(|e| Error::Cluster(e.to_string()))?;
+        .map_err(|e| Error::Fixture(e.to_string()))?;
     let location = location.to_owned();
     let app = axum::Router::new().fallback(move || {
         let location = location.clone();
@@ -164,7 +164,7 @@ pub(crate) async fn tls_listener(dir: &Path) -> Result<(TlsListener, std::net::S
             source,
         })
     };
-    let pem_error = |e: rustls::pki_types::pem::Error| Error::Cluster(format!("reading PEM: {e}"));
+    let pem_error = |e: rustls::pki_types::pem::Error| Error::Fixture(format!("reading PEM: {e}"));
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&read(&issued.cert)?)
         .collect::<std::result::Result<_, _>>()
         .map_err(pem_error)?;
@@ -174,13 +174,13 @@ pub(crate) async fn tls_listener(dir: &Path) -> Result<(TlsListener, std::net::S
     let config = rustls::ServerConfig::builder()
         .with_no_client_auth()
         .with_single_cert(certs, key)
-        .map_err(|e| Error::Cluster(format!("TLS configuration: {e}")))?;
+        .map_err(|e| Error::Fixture(format!("TLS configuration: {e}")))?;
     let tcp = TcpListener::bind("127.0.0.1:0")
         .await
-        .map_err(|e| Error::Cluster(format!("binding a TLS server: {e}")))?;
+        .map_err(|e| Error::Fixture(format!("binding a TLS server: {e}")))?;
     let addr = tcp
         .local_addr()
-        .map_err(|e| Error::Cluster(e.to_string()))?;
+        .map_err(|e| Error::Fixture(e.to_string()))?;
     let listener = TlsListener {
         tcp,
         acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(config)),

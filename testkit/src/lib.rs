@@ -1,0 +1,76 @@
+//! Test fixtures of olm-rs that need no cluster: real servers and builders the tests of
+//! catalogd (and the e2e harness, which re-exports them) run against. Nothing here is
+//! product code, and no product crate depends on it except as a dev-dependency.
+//!
+//! * [`process`] starts processes that cannot outlive the test process, and removes folders
+//!   when it exits.
+//! * [`tls`]: one CA per test process, and certificates for 127.0.0.1 from it.
+//! * [`serve`]: HTTP(S) file servers that count and remember requests.
+//! * [`git`]: a git server (smart HTTP, `git http-backend`) with repositories built from files;
+//!   [`ssh`]: sshd in front of it.
+//! * [`registry`]: the distribution registry (Debian `docker-registry`), plain or secured;
+//!   [`images`]: catalog images and layers pushed to it.
+//! * [`memory`]: this process's RSS and peak (memory-bound tests, benchmarks).
+
+pub mod git;
+pub mod images;
+pub mod memory;
+pub mod process;
+pub mod registry;
+pub mod serve;
+pub mod ssh;
+pub mod tls;
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+/// Installs rustls's `ring` provider for the process (tests' own TLS servers and clients);
+/// a provider already installed is kept.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// A free TCP port on 127.0.0.1 (released again; the server binds it a moment later).
+pub fn free_port() -> Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")
+        .map_err(|e| Error::Fixture(format!("finding a free port: {e}")))?;
+    listener
+        .local_addr()
+        .map(|a| a.port())
+        .map_err(|e| Error::Fixture(e.to_string()))
+}
+
+/// This process's scratch folder for fixtures (registries' storage), removed when it exits.
+pub fn scratch_dir() -> Result<PathBuf> {
+    static DIR: OnceLock<std::result::Result<PathBuf, String>> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("olm-testkit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        process::remove_on_exit(&dir).map_err(|e| e.to_string())?;
+        Ok(dir)
+    })
+    .clone()
+    .map_err(Error::Fixture)
+}
+
+/// Errors of the fixtures.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A fixture could not be started, built or reached.
+    #[error("{0}")]
+    Fixture(String),
+    /// A document (an image reference, a manifest) could not be read.
+    #[error("{0}")]
+    Document(String),
+    /// Reading or writing a file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// Result of the fixtures.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
