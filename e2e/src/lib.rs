@@ -16,6 +16,7 @@ pub mod catalogs;
 pub mod chart;
 pub mod cluster;
 pub mod context;
+pub mod helm;
 pub mod kubelet;
 pub mod manager;
 pub mod operators;

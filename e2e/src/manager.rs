@@ -395,11 +395,11 @@ pub fn chart_installed() -> Result<()> {
     static INSTALLED: OnceLock<std::result::Result<(), String>> = OnceLock::new();
     INSTALLED
         .get_or_init(|| {
-            let chart = crate::chart::chart_dir().display().to_string();
-            crate::chart::helm_run(&[
+            let chart = crate::helm::chart_dir().display().to_string();
+            crate::helm::helm_run(&[
                 "upgrade",
                 "--install",
-                crate::chart::RELEASE,
+                crate::helm::RELEASE,
                 &chart,
                 "--namespace",
                 "default",

@@ -59,7 +59,7 @@ impl Manager for CatalogSwitcher {
         let shutdown = rt.shutdown.clone();
         // The version first, so that the first reconciles have it.
         let (version_tx, version_rx) = watch::channel(version::poll(&client).await);
-        metrics.set_version(version_rx.borrow().as_ref());
+        version::show(&metrics.version_info, version_rx.borrow().as_ref());
         // The Catalog watch restarting (after an error, or a long disconnection) may mean the
         // cluster was upgraded meanwhile: poll at once then too.
         let poll_now = Arc::new(Notify::new());
@@ -68,7 +68,7 @@ impl Manager for CatalogSwitcher {
             Duration::from_secs(args.version_poll_seconds.max(1)),
             poll_now.clone(),
             version_tx,
-            metrics.clone(),
+            metrics.version_info.clone(),
             shutdown.clone(),
         ));
         let (catalogs_tx, catalogs_rx) = futures::channel::mpsc::unbounded();

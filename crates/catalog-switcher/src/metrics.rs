@@ -3,8 +3,6 @@
 
 use prometheus::{IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
 
-use crate::version::KubeVersion;
-
 /// `catalog_switcher_*`.
 #[derive(Clone)]
 pub struct SwitcherMetrics {
@@ -49,15 +47,5 @@ impl SwitcherMetrics {
             version_info,
             watched,
         })
-    }
-
-    /// Shows `version` (or nothing when unknown) as the server's version.
-    pub fn set_version(&self, version: Option<&KubeVersion>) {
-        self.version_info.reset();
-        if let Some(v) = version {
-            self.version_info
-                .with_label_values(&[v.git_version.as_str()])
-                .set(1);
-        }
     }
 }

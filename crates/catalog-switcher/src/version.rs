@@ -12,10 +12,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::version::Info;
+use prometheus::IntGaugeVec;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::metrics::SwitcherMetrics;
 use crate::template::KubeVar;
 
 /// The numbers the version variables stand for.
@@ -88,15 +88,23 @@ pub async fn poll(client: &kube::Client) -> Option<KubeVersion> {
     }
 }
 
+/// Shows `version` (or nothing when unknown) in `catalog_switcher_server_version_info`.
+pub fn show(info: &IntGaugeVec, version: Option<&KubeVersion>) {
+    info.reset();
+    if let Some(v) = version {
+        info.with_label_values(&[v.git_version.as_str()]).set(1);
+    }
+}
+
 /// Polls the version every `interval`, and at once when `now` is notified, until `shutdown`:
 /// each change goes to `version` (every controller then re-resolves all its objects) and to
-/// the version metric. A failed poll keeps the last version.
+/// the version metric `info`. A failed poll keeps the last version.
 pub async fn keep_polling(
     client: kube::Client,
     interval: Duration,
     now: Arc<Notify>,
     version: watch::Sender<Option<KubeVersion>>,
-    metrics: SwitcherMetrics,
+    info: IntGaugeVec,
     shutdown: CancellationToken,
 ) {
     loop {
@@ -108,7 +116,7 @@ pub async fn keep_polling(
         let polled = poll(&client).await;
         if polled.is_some() && *version.borrow() != polled {
             tracing::info!(version = ?polled, "the API server's version changed");
-            metrics.set_version(polled.as_ref());
+            show(&info, polled.as_ref());
             version.send_replace(polled);
         }
     }

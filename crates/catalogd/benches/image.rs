@@ -21,7 +21,7 @@ use common::status_kib;
 use std::error::Error;
 use std::time::{Duration, Instant};
 
-use catalogd::plan::Mode;
+use catalogd::source::Mode;
 use catalogd::source::image::cache::LayerCache;
 use catalogd::source::image::registry::RegistryOptions;
 use catalogd::source::image::{ImageOptions, ImageSource};

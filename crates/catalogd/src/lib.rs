@@ -10,7 +10,7 @@
 //! * [`status`]: the status catalogd writes, as pure functions.
 //! * [`metrics`]: the `catalogd_*` metric families.
 //! * [`namespace`]: the Pod Security label of catalogd's namespace.
-//! * [`manager`]: catalogd's steps as a manager (prepare, follow, [`lead`], drain), from its
+//! * [`manager`]: catalogd's steps as a manager (prepare, follow, lead, drain), from its
 //!   [`args`]; [`orphans`]: the start-up clean-up of the store.
 
 pub mod args;
@@ -19,7 +19,6 @@ pub mod collect;
 pub mod context;
 pub mod controller;
 pub mod follow;
-pub mod lead;
 pub mod manager;
 pub mod metrics;
 pub mod namespace;

@@ -13,6 +13,7 @@ use olm_api::catalog::{Catalog, ResolvedSource, Source, SourceType};
 use olm_api::conditions::is_true;
 
 use crate::poll::{poll_interval, retry_after};
+use crate::source::Mode;
 use crate::source::git::spec::redact;
 use crate::source::image::reference::digest_of;
 use crate::status::{Served, UNPACKED};
@@ -101,19 +102,6 @@ impl Clock {
             wall: Timestamp::now(),
         }
     }
-}
-
-/// How to fetch.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Mode {
-    /// Everything, as if for the first time.
-    Full,
-    /// Relative to what was fetched last (the content of which is served): the source may
-    /// answer that nothing changed (HTTP 304, the same ConfigMap versions).
-    Conditional(ResolvedSource),
-    /// Nothing: the spec pins content that is already served (an http `sha256`), so the source
-    /// need not be asked; the status is rewritten from what was fetched.
-    Confirm(ResolvedSource),
 }
 
 /// A fetch to do.

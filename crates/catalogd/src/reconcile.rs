@@ -15,9 +15,10 @@ use olm_api::catalog::{Catalog, CatalogStatus, SourceType};
 
 use crate::budget::Reserve;
 use crate::context::Context;
-use crate::plan::{Clock, Fetch, Mode, Plan, plan};
+use crate::plan::{Clock, Fetch, Plan, plan};
 use crate::poll::{jitter, jitter_seed};
 use crate::source::Fetched;
+use crate::source::Mode;
 use crate::status::{Outcome, Served, next_status, transition_event};
 use crate::store::Stored;
 use crate::unpack::unpack;

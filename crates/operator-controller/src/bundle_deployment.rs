@@ -12,7 +12,12 @@ use olm_api::bundle_deployment::{
 use olm_api::operator::Operator;
 use olm_resolver::resolve::Resolved;
 
-use crate::inputs::{BUNDLE_LABEL, PACKAGE_LABEL, VERSION_LABEL};
+/// Label on a BundleDeployment: its bundle's package.
+pub const PACKAGE_LABEL: &str = "olm.operatorframework.io/package-name";
+/// Label on a BundleDeployment: its bundle's name.
+pub const BUNDLE_LABEL: &str = "olm.operatorframework.io/bundle-name";
+/// Label on a BundleDeployment: its bundle's version.
+pub const VERSION_LABEL: &str = "olm.operatorframework.io/bundle-version";
 
 /// The provisioner of the bundle's media type: `plain+v0` bundles are plain, everything else
 /// (`registry+v1`, or no media type) is registry+v1. An unknown media type is an error.

@@ -13,12 +13,7 @@ use olm_api::operator::{Operator, UpgradeConstraintPolicy};
 use olm_resolver::resolve::selector::LabelSelectorRequirement;
 use olm_resolver::resolve::{self, LabelSelector, Request};
 
-/// Label on a BundleDeployment: its bundle's package.
-pub const PACKAGE_LABEL: &str = "olm.operatorframework.io/package-name";
-/// Label on a BundleDeployment: its bundle's name.
-pub const BUNDLE_LABEL: &str = "olm.operatorframework.io/bundle-name";
-/// Label on a BundleDeployment: its bundle's version.
-pub const VERSION_LABEL: &str = "olm.operatorframework.io/bundle-version";
+use crate::bundle_deployment::{BUNDLE_LABEL, PACKAGE_LABEL, VERSION_LABEL};
 
 /// Whether a Catalog's content can be used.
 #[derive(Debug, Clone, PartialEq, Eq)]

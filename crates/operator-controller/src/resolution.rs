@@ -20,10 +20,10 @@ use olm_resolver::resolve::{
     resolve_each_within,
 };
 
+use crate::bundle_deployment::BUNDLE_LABEL;
 use crate::content::{ContentClient, FetchError};
 use crate::inputs::{
-    Availability, BUNDLE_LABEL, CatalogFacts, Deployed, catalog_facts, deployed, request_of,
-    selects,
+    Availability, CatalogFacts, Deployed, catalog_facts, deployed, request_of, selects,
 };
 use crate::memo::{Answers, Base, Use, use_latest};
 use crate::metrics::OperatorMetrics;

@@ -10,7 +10,7 @@ use olm_api::catalog::{Catalog, ConfigMapSource, ResolvedConfigMap, ResolvedSour
 
 use super::{CatalogSource, Fetched, SourceError, read_object, reasons};
 use crate::budget::Reserve;
-use crate::plan::Mode;
+use crate::source::Mode;
 use std::sync::Arc;
 
 /// Reads catalog content from ConfigMaps.

@@ -20,7 +20,10 @@ use super::credentials::{HttpAuth, ca_bundle, http_auth, opted_in_secret};
 use super::network::NetworkPolicy;
 use super::{CatalogSource, Fetched, SourceError, archive, reasons, scope, too_large};
 use crate::budget::Reserve;
-use crate::plan::Mode;
+use crate::source::Mode;
+
+/// How URLs are shown in messages (re-exported: the http source's own, shared by all).
+pub use super::redact::redact;
 
 /// The most redirects a fetch follows (each checked against the network policy).
 const MAX_REDIRECTS: usize = 10;
@@ -269,32 +272,6 @@ impl HttpSource {
         });
         Ok(Fetched::Content { files, resolved })
     }
-}
-
-/// The URL as messages and events show it: no user info, no query string (pre-signed URLs carry
-/// credentials there), no fragment.
-pub fn redact(text: &str) -> String {
-    let Ok(mut url) = url::Url::parse(text) else {
-        // Not a URL (the API server's pattern makes that rare): show only what precedes any
-        // query, and never user info.
-        let cut = text.split(['?', '#']).next().unwrap_or_default();
-        return cut.rsplit('@').next().unwrap_or_default().to_owned();
-    };
-    let elided = url.query().is_some() || url.fragment().is_some();
-    // Setting these fails only for URLs that cannot have them, which then have none.
-    let _ = url.set_username("");
-    let _ = url.set_password(None);
-    url.set_query(None);
-    url.set_fragment(None);
-    let mut shown = url.to_string();
-    // `Url` writes a root path for a bare host; keep what the user wrote.
-    if !text.trim_end_matches(['?', '#']).ends_with('/') && url.path() == "/" {
-        shown.pop();
-    }
-    if elided {
-        shown.push_str("?…");
-    }
-    shown
 }
 
 fn resolved(http: ResolvedHttpSource) -> ResolvedSource {

@@ -10,6 +10,7 @@ pub mod git;
 pub mod http;
 pub mod image;
 pub mod network;
+pub mod redact;
 pub mod scope;
 #[cfg(test)]
 pub(crate) mod test_tar;
@@ -20,9 +21,21 @@ use kube::api::Api;
 use olm_api::catalog::{Catalog, ResolvedSource, SourceType};
 
 use crate::budget::Reserve;
-use crate::plan::Mode;
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
+
+/// How to fetch: the planner's ask of a source ([`crate::plan`] decides which).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mode {
+    /// Everything, as if for the first time.
+    Full,
+    /// Relative to what was fetched last (the content of which is served): the source may
+    /// answer that nothing changed (HTTP 304, the same ConfigMap versions).
+    Conditional(ResolvedSource),
+    /// Nothing: the spec pins content that is already served (an http `sha256`), so the source
+    /// need not be asked; the status is rewritten from what was fetched.
+    Confirm(ResolvedSource),
+}
 
 /// What a fetch produced.
 #[derive(Debug)]

@@ -34,7 +34,7 @@ pub enum Target<'a> {
 impl std::fmt::Display for Target<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Target::Url(url) => write!(f, "{}", super::http::redact(url.as_str())),
+            Target::Url(url) => write!(f, "{}", super::redact::redact(url.as_str())),
             Target::Host { host, port: None } => f.write_str(host),
             Target::Host {
                 host,

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::model::Origin;
+use super::origin::Origin;
 
 /// One blob as read: its JSON text, its `schema`, `package` and `name` (empty when absent), and
 /// where it was read. A view into [`Blobs`].

@@ -6,6 +6,7 @@ pub mod decode;
 pub mod load;
 mod meta;
 pub mod model;
+mod origin;
 mod problems;
 pub mod property;
 pub mod validate;

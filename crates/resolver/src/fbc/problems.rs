@@ -1,6 +1,6 @@
 //! The problems of catalog content, bounded: see [`Problems`].
 
-use super::model::Problem;
+use super::origin::Problem;
 
 /// Problems found in catalog content: the first [`Problems::MAX_LISTED`] are kept whole and the
 /// rest only counted, so that content made of millions of broken blobs costs no more memory to

@@ -27,7 +27,7 @@ use self::runs::Runs;
 use self::verdict::{Verdict, verdict};
 use super::{CatalogSource, Fetched, SourceError, reasons};
 use crate::budget::Reserve;
-use crate::plan::Mode;
+use crate::source::Mode;
 
 /// The condition reason for a spec catalogd cannot act on.
 pub const INVALID_SPEC: &str = "InvalidSpec";

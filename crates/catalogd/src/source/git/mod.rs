@@ -27,7 +27,7 @@ use self::spec::{Transport, Want};
 use super::credentials::{HttpAuth, ca_bundle, http_auth, opted_in_secret};
 use super::{CatalogSource, Fetched, SourceError, reasons, scope};
 use crate::budget::Reserve;
-use crate::plan::Mode;
+use crate::source::Mode;
 
 /// The user name sent with a `token` (git hosts accept any with a token as the password).
 pub const TOKEN_USER: &str = "x-access-token";

@@ -38,7 +38,7 @@ use self::registry::{Access, Registries, RegistryOptions};
 use super::credentials::opted_in_secret;
 use super::{CatalogSource, Fetched, SourceError, reasons, scope};
 use crate::budget::Reserve;
-use crate::plan::Mode;
+use crate::source::Mode;
 
 /// The label that names the FBC directory of a catalog image.
 pub const CONFIGS_LABEL: &str = "operators.operatorframework.io.index.configs.v1";

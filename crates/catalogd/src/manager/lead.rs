@@ -8,9 +8,9 @@ use olm_runtime::EventPublisher;
 use olm_runtime::manager::Context;
 use olm_runtime::shutdown::SERVER_DRAIN;
 
+use super::{Error, Prepared};
 use crate::args::Args;
 use crate::context::Parts;
-use crate::manager::{Error, Prepared};
 use crate::metrics::CatalogdMetrics;
 use crate::source::configmaps::ConfigMapsSource;
 use crate::source::custom::pod::PodOptions;

@@ -1,7 +1,8 @@
 //! catalogd as a manager ([`olm_runtime::manager`]): what every replica prepares and serves
 //! (the content store, cleared of orphans, and the content server), how a follower copies the
-//! leader's content until it leads ([`crate::follow`]), and the leader's work
-//! ([`crate::lead`]).
+//! leader's content until it leads ([`crate::follow`]), and the leader's work ([`lead`]).
+
+pub mod lead;
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -223,7 +224,7 @@ impl Manager for Catalogd {
     }
 
     async fn lead(&self, prepared: &Prepared, ctx: &Context) -> Result<(), Error> {
-        crate::lead::lead(&self.0, prepared, ctx).await
+        lead::lead(&self.0, prepared, ctx).await
     }
 
     async fn drain(&self, prepared: Prepared) {
