@@ -15,12 +15,24 @@ use std::time::{Duration, Instant};
 
 use olm_resolver::resolve::Outcome;
 
-/// What a member's BundleDeployment deploys: its bundle label and image; `None` without one.
-pub type Base = Option<(Option<String>, Option<String>)>;
+/// What a member's BundleDeployment deploys, as far as the group's answer depends on it: the
+/// base of its upgrade edges.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Base {
+    /// The Operator has no BundleDeployment.
+    Nothing,
+    /// Its BundleDeployment, by its bundle label (ours) and its image.
+    Deploys {
+        /// The `olm.operatorframework.io/bundle-name` label, when set.
+        bundle: Option<String>,
+        /// The bundle image, when set.
+        image: Option<String>,
+    },
+}
 
 /// A group's answer, with the bases it was solved from.
 #[derive(Debug)]
-pub struct Answers {
+pub struct GroupAnswers {
     /// Each member's outcome, by Operator name, in name order.
     pub outcomes: Vec<(String, Outcome)>,
     /// Each member's base when solved, in the same order.
@@ -29,7 +41,7 @@ pub struct Answers {
     by_name: HashMap<String, usize>,
 }
 
-impl Answers {
+impl GroupAnswers {
     /// The answer with these outcomes, solved from these bases.
     pub fn new(outcomes: Vec<(String, Outcome)>, bases: Vec<Base>) -> Self {
         let by_name = outcomes
@@ -57,7 +69,7 @@ impl Answers {
 #[derive(Debug, Clone)]
 pub struct Latest {
     /// The answer.
-    pub answers: Arc<Answers>,
+    pub answers: Arc<GroupAnswers>,
     /// Since when it has been reused for bases it was not solved from.
     pub stale_since: Option<Instant>,
 }
@@ -76,14 +88,14 @@ pub enum Use {
 
 /// Whether `bases` (now) differ from the answer's only where a BundleDeployment moved to the
 /// bundle the answer chose for it.
-pub fn compatible(answers: &Answers, bases: &[Base]) -> bool {
+pub fn compatible(answers: &GroupAnswers, bases: &[Base]) -> bool {
     bases.len() == answers.bases.len()
         && answers.outcomes.iter().zip(&answers.bases).zip(bases).all(
             |(((_, outcome), then), now)| {
                 then == now
                     || matches!(
                         (outcome, now),
-                        (Ok(r), Some((_, Some(image)))) if *image == r.image
+                        (Ok(r), Base::Deploys { image: Some(image), .. }) if *image == r.image
                     )
             },
         )
@@ -105,11 +117,11 @@ pub fn use_latest(latest: &Latest, bases: &[Base], now: Instant, grace: Duration
     }
 }
 
-/// Answers by full key, and each group's latest by its spec key; bounded by the number of
+/// GroupAnswers by full key, and each group's latest by its spec key; bounded by the number of
 /// outcomes held.
 #[derive(Debug, Default)]
 pub struct Memo {
-    by_key: HashMap<u64, Arc<Answers>>,
+    by_key: HashMap<u64, Arc<GroupAnswers>>,
     latest: HashMap<u64, Latest>,
     outcomes: usize,
 }
@@ -120,7 +132,7 @@ const MAX_OUTCOMES: usize = 100_000;
 
 impl Memo {
     /// The answer solved for exactly `key`.
-    pub fn get(&self, key: u64) -> Option<Arc<Answers>> {
+    pub fn get(&self, key: u64) -> Option<Arc<GroupAnswers>> {
         self.by_key.get(&key).cloned()
     }
 
@@ -137,7 +149,7 @@ impl Memo {
     }
 
     /// Records a fresh answer.
-    pub fn insert(&mut self, key: u64, spec_key: u64, answers: Arc<Answers>) {
+    pub fn insert(&mut self, key: u64, spec_key: u64, answers: Arc<GroupAnswers>) {
         if self.outcomes + answers.outcomes.len() > MAX_OUTCOMES {
             self.clear();
         }
@@ -180,12 +192,15 @@ mod tests {
     }
 
     fn base(image: &str) -> Base {
-        Some((Some("b".into()), Some(image.into())))
+        Base::Deploys {
+            bundle: Some("b".into()),
+            image: Some(image.into()),
+        }
     }
 
     fn latest(stale: Option<Instant>) -> Latest {
         Latest {
-            answers: Arc::new(Answers::new(
+            answers: Arc::new(GroupAnswers::new(
                 vec![
                     ("a".into(), resolved("v2")),
                     (
@@ -227,7 +242,10 @@ mod tests {
             use_latest(&l, &[base("v1"), base("v2")], now, grace),
             Use::Solve
         );
-        assert_eq!(use_latest(&l, &[None, base("v1")], now, grace), Use::Solve);
+        assert_eq!(
+            use_latest(&l, &[Base::Nothing, base("v1")], now, grace),
+            Use::Solve
+        );
         // Within the grace: reuse without starting it again; after it: solve.
         let stale = latest(Some(now));
         assert_eq!(

@@ -3,30 +3,34 @@
 //! Operators that can affect each other, memoized by everything the answer depends on. A
 //! catalog change re-indexes once; an Operator's change or a new BundleDeployment re-solves
 //! only its group.
+//!
+//! [`fetch`] reads the content (I/O), [`keys`] names what each cache depends on, and
+//! [`decide`] holds the decisions, pure; the [`Resolver`] keeps the caches and carries out
+//! what the decisions ask (solves, re-queues).
 
-use std::collections::hash_map::DefaultHasher;
+pub mod decide;
+pub mod fetch;
+pub mod keys;
+
 use std::collections::{BTreeMap, HashMap};
-use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use futures::future::join_all;
 use kube::ResourceExt;
 use olm_api::bundle_deployment::BundleDeployment;
 use olm_api::catalog::Catalog;
 use olm_api::operator::Operator;
 use olm_resolver::resolve::{
-    CatalogMeta, Index, Installed, Notice, Outcome, Request, ResolveError, Resolved, groups,
+    CatalogMeta, Index, Notice, Outcome, Request, ResolveError, Resolved, groups,
     resolve_each_within,
 };
 
-use crate::bundle_deployment::BUNDLE_LABEL;
-use crate::content::{ContentClient, FetchError};
-use crate::inputs::{
-    Availability, CatalogFacts, Deployed, catalog_facts, deployed, request_of, selects,
-};
-use crate::memo::{Answers, Base, Use, use_latest};
+use crate::content::ContentClient;
+use crate::inputs::{CatalogFacts, Deployed, catalog_facts, deployed, request_of, selects};
+use crate::memo::{Base, GroupAnswers};
 use crate::metrics::OperatorMetrics;
+
+use decide::Step;
 
 /// How long a group's answer is reused for BundleDeployments that moved to it, before one
 /// fresh solve confirms it (see [`crate::memo`]).
@@ -105,7 +109,7 @@ struct Views {
 }
 
 struct View {
-    answers: Arc<Answers>,
+    answers: Arc<GroupAnswers>,
     /// Set when the answer is a reuse (see [`crate::memo`]): the view then serves only until
     /// the grace is over, when the group must be solved again.
     reused_since: Option<Instant>,
@@ -180,12 +184,6 @@ impl<'a> Prepared<'a> {
             .get(&self.operators[k].spec.package_name)
             .copied()
     }
-}
-
-fn fingerprint(value: &impl Hash) -> u64 {
-    let mut h = DefaultHasher::new();
-    value.hash(&mut h);
-    h.finish()
 }
 
 impl Resolver {
@@ -277,43 +275,13 @@ impl Resolver {
         let mut facts: Vec<CatalogFacts> =
             snapshot.catalogs.iter().map(|c| catalog_facts(c)).collect();
         facts.sort_by(|a, b| a.name.cmp(&b.name));
-        let fetched = join_all(facts.iter().map(|f| async move {
-            match &f.availability {
-                Availability::Serving { hash, url } => {
-                    Some(self.content.content(&f.name, hash, url).await)
-                }
-                Availability::NotServing(_) => None,
-            }
-        }))
-        .await;
-        let mut available = Vec::new();
-        let mut left_out = BTreeMap::new();
-        let mut hashes = HashMap::new();
-        for (f, got) in facts.iter().zip(fetched) {
-            match (got, &f.availability) {
-                (Some(Ok(content)), Availability::Serving { hash, .. }) => {
-                    hashes.insert(f.name.clone(), hash.clone());
-                    available.push((f, content));
-                }
-                // Content that is not the Catalog's hash waits as an unreachable catalogd does.
-                (Some(Err(FetchError::Unreachable(m) | FetchError::Mismatch(m))), _) => {
-                    left_out.insert(f.name.clone(), LeftOut::Unreachable(m));
-                }
-                (Some(Err(FetchError::Invalid(m))), _) => {
-                    left_out.insert(f.name.clone(), LeftOut::Invalid(m));
-                }
-                (_, Availability::NotServing(why)) => {
-                    left_out.insert(f.name.clone(), LeftOut::NotServing(why.clone()));
-                }
-                (None, Availability::Serving { .. }) => {}
-            }
-        }
-        let index_key = fingerprint(
-            &available
-                .iter()
-                .map(|(f, c)| (&f.name, Arc::as_ptr(c) as usize, f.priority, &f.labels))
-                .collect::<Vec<_>>(),
-        );
+        let got = fetch::fetch(&self.content, &facts).await;
+        let fetch::Sorted {
+            available,
+            left_out,
+            hashes,
+        } = fetch::sort_out(&facts, got);
+        let index_key = keys::index_key(&available);
 
         let operators: Vec<&Arc<Operator>> = snapshot
             .operators
@@ -342,12 +310,8 @@ impl Resolver {
             }
             (memo.index.clone(), memo.generation)
         };
-        // The grouping depends only on the set of requested packages: keyed by an
-        // order-independent hash of it, so the many reconciles of one snapshot neither sort
-        // nor collect the Operators.
-        let groups_key = operators.iter().fold(0u64, |acc, o| {
-            acc.wrapping_add(fingerprint(&o.spec.package_name))
-        });
+        // The grouping depends only on the set of requested packages.
+        let groups_key = keys::groups_key(&operators);
         let cached = self.memo().groups.get(&groups_key).cloned();
         let group_of = match cached {
             Some(g)
@@ -378,17 +342,7 @@ impl Resolver {
                 g
             }
         };
-        // Order-independent, so nothing is sorted: a sum of each object's identity.
-        let versions = |uid: &Option<String>, rv: &Option<String>| fingerprint(&(uid, rv));
-        let snap_key = fingerprint(&(
-            generation,
-            operators.iter().fold(0u64, |acc, o| {
-                acc.wrapping_add(versions(&o.metadata.uid, &o.metadata.resource_version))
-            }),
-            snapshot.bundle_deployments.iter().fold(0u64, |acc, b| {
-                acc.wrapping_add(versions(&b.metadata.uid, &b.metadata.resource_version))
-            }),
-        ));
+        let snap_key = keys::snap_key(generation, &operators, &snapshot.bundle_deployments);
         Prepared {
             index,
             generation,
@@ -432,13 +386,6 @@ impl Resolver {
             .filter(|f| selects(op, &f.labels))
             .filter_map(|f| p.left_out.get(&f.name).map(|l| (f.name.clone(), l.clone())))
             .collect();
-        let unreachable: Vec<String> = matching
-            .iter()
-            .filter_map(|(n, l)| match l {
-                LeftOut::Unreachable(m) => Some(format!("catalog {n:?}: {m}")),
-                _ => None,
-            })
-            .collect();
         let mut decision = Decision {
             answer: Answer::Unknown(String::new()),
             left_out: matching,
@@ -447,41 +394,17 @@ impl Resolver {
             via_edge: false,
             catalog_hash: None,
         };
-        if !unreachable.is_empty() {
-            decision.answer = Answer::Unknown(format!(
-                "the content of catalogs this Operator may use could not be read, so nothing was decided and its BundleDeployment is kept: {}",
-                unreachable.join("; ")
-            ));
+        if let Some(why) = decide::waiting(&decision.left_out) {
+            decision.answer = Answer::Unknown(why);
             return decision;
         }
-        let outcome = self.group_outcome(p, i);
-        decision.answer = match outcome {
-            Ok(resolved) => {
-                let entry = &p.index.entries[resolved.entry];
-                decision.notices = p.index.notices(resolved.entry, op.spec.channel.as_deref());
-                decision.catalog_hash = p.hashes.get(&resolved.catalog).cloned();
-                if let Some(d) = &decision.deployed
-                    && let Some(bundle) = installed_bundle(&p.index, d)
-                    && bundle.0 != resolved.name
-                {
-                    decision.via_edge = entry.is_successor_of(
-                        &bundle.0,
-                        bundle.1.as_ref(),
-                        op.spec.channel.as_deref(),
-                    );
-                }
-                Answer::Resolved(resolved)
-            }
-            Err(ResolveError::TimedOut(s)) => Answer::Unknown(format!(
-                "{} (--resolution-timeout-seconds: {:?})",
-                s.join(" "),
-                self.timeout
-            )),
-            Err(e) => Answer::Failed {
-                invalid_spec: matches!(e, ResolveError::InvalidRequest(_)),
-                message: e.sentences().join(" "),
-            },
-        };
+        decision.answer = decide::answer(self.group_outcome(p, i), self.timeout);
+        if let Answer::Resolved(resolved) = &decision.answer {
+            let explained = decide::explain(&p.index, op, decision.deployed.as_ref(), resolved);
+            decision.notices = explained.notices;
+            decision.via_edge = explained.via_edge;
+            decision.catalog_hash = p.hashes.get(&resolved.catalog).cloned();
+        }
         decision
     }
 
@@ -527,7 +450,12 @@ impl Resolver {
 
     /// The answers of Operator `i`'s group: memoized, reused (with the time since when), or
     /// solved afresh.
-    fn group_answers(&self, p: &Prepared, i: usize, name: &str) -> (Arc<Answers>, Option<Instant>) {
+    fn group_answers(
+        &self,
+        p: &Prepared,
+        i: usize,
+        name: &str,
+    ) -> (Arc<GroupAnswers>, Option<Instant>) {
         p.index_bundle_deployments();
         let group = p.group(i);
         let mut members: Vec<usize> = (0..p.operators.len())
@@ -540,76 +468,54 @@ impl Resolver {
                 .name
                 .cmp(&p.operators[b].metadata.name)
         });
-        // The memo keys, from what the answer depends on, without building requests: each
-        // member's spec (its generation moves with every spec change) and, for the full key,
-        // what its BundleDeployment deploys.
-        let mut h = DefaultHasher::new();
-        p.generation.hash(&mut h);
-        for &k in &members {
-            let op = p.operators[k];
-            (&op.metadata.name, &op.metadata.uid, op.metadata.generation).hash(&mut h);
-            if op.metadata.generation.is_none() {
-                serde_json::to_string(&op.spec)
-                    .unwrap_or_default()
-                    .hash(&mut h);
-            }
-        }
-        let spec_key = h.finish();
+        // The memo keys, from what the answer depends on, without building requests.
+        let spec_key = keys::spec_key(p.generation, members.iter().map(|&k| &**p.operators[k]));
         let bases: Vec<Base> = members
             .iter()
             .map(|&k| {
-                let bd = p.operators[k]
-                    .metadata
-                    .name
-                    .as_deref()
-                    .and_then(|n| p.bundle_deployment(n))?;
-                Some((
-                    bd.labels().get(BUNDLE_LABEL).cloned(),
-                    crate::bundle_deployment::image_of(bd).map(str::to_owned),
-                ))
+                keys::base_of(
+                    p.operators[k]
+                        .metadata
+                        .name
+                        .as_deref()
+                        .and_then(|n| p.bundle_deployment(n))
+                        .map(|bd| &**bd),
+                )
             })
             .collect();
-        let key = fingerprint(&(spec_key, &bases));
+        let key = keys::answer_key(spec_key, &bases);
         let (exact, latest) = {
             let memo = self.memo();
             (memo.answers.get(key), memo.answers.latest(spec_key))
         };
-        if let Some(a) = exact {
-            return (a, None);
-        }
-        if let Some(latest) = latest {
-            let now = Instant::now();
-            if let Use::Reuse { confirm_later } = use_latest(&latest, &bases, now, GRACE) {
+        let now = Instant::now();
+        match decide::step(exact, latest, &bases, now, GRACE) {
+            Step::Memoized(answers) => return (answers, None),
+            Step::Reuse {
+                answers,
+                since,
+                confirm_later,
+            } => {
                 if confirm_later {
                     self.memo().answers.mark_stale(spec_key, now);
                     // One reconcile after the grace re-solves the group; its fresh answer then
                     // re-queues the members it changes.
                     self.requeue_after(GRACE, vec![name.to_owned()]);
                 }
-                return (latest.answers, Some(latest.stale_since.unwrap_or(now)));
+                return (answers, Some(since));
             }
+            Step::Solve => {}
         }
         let requests: Vec<Request> = members
             .iter()
             .map(|&k| request_of(p.operators[k]))
             .collect();
-        let mut installed: Vec<Installed> = Vec::new();
-        for (&k, r) in members.iter().zip(&requests) {
-            let Some(d) = p.deployed(&p.operators[k].name_any()) else {
-                continue;
-            };
-            let package = d.package.clone().unwrap_or_else(|| r.package_name.clone());
-            if installed.iter().any(|x| x.package_name == package) {
-                continue;
-            }
-            if let Some((bundle, version)) = installed_bundle(&p.index, &d) {
-                installed.push(Installed {
-                    package_name: package,
-                    bundle,
-                    version: version.map(|v| v.to_string()),
-                });
-            }
-        }
+        let deployed: Vec<(&Request, Option<Deployed>)> = members
+            .iter()
+            .zip(&requests)
+            .map(|(&k, r)| (r, p.deployed(&p.operators[k].name_any())))
+            .collect();
+        let installed = decide::installed(&p.index, &deployed);
         let started = Instant::now();
         let outcomes = resolve_each_within(
             &p.index,
@@ -622,7 +528,7 @@ impl Resolver {
             m.resolution_duration.observe(elapsed.as_secs_f64());
         }
         tracing::debug!(operator = %name, operators = requests.len(), ?elapsed, "group resolved");
-        let answers = Arc::new(Answers::new(
+        let answers = Arc::new(GroupAnswers::new(
             members
                 .iter()
                 .zip(outcomes)
@@ -630,16 +536,13 @@ impl Resolver {
                 .collect(),
             bases,
         ));
-        // A fresh answer may change the other members' answers too: re-queue those whose status
-        // does not already say it.
-        self.requeue(
-            members
-                .iter()
-                .zip(&answers.outcomes)
-                .filter(|(_, (n, _))| *n != name)
-                .filter(|(k, (_, o))| !status_agrees(p.operators[**k], o))
-                .map(|(_, (n, _))| n.clone()),
-        );
+        // A fresh answer may change the other members' answers too.
+        let mates: Vec<(&Operator, &(String, Outcome))> = members
+            .iter()
+            .map(|&k| &**p.operators[k])
+            .zip(&answers.outcomes)
+            .collect();
+        self.requeue(decide::to_requeue(name, &mates));
         {
             let mut memo = self.memo();
             if memo.generation == p.generation {
@@ -648,32 +551,4 @@ impl Resolver {
         }
         (answers, None)
     }
-}
-
-/// Whether the Operator's status already reports `outcome`: resolved, to the same image. A
-/// failure always counts as news (its explanation may have changed).
-fn status_agrees(op: &Operator, outcome: &Outcome) -> bool {
-    let Ok(r) = outcome else { return false };
-    op.status.as_ref().is_some_and(|s| {
-        s.resolved_bundle_resource.as_deref() == Some(r.image.as_str())
-            && olm_api::conditions::is_true(&s.conditions, crate::status::types::RESOLVED)
-    })
-}
-
-/// The bundle a BundleDeployment deploys, by name and version: from our labels, or else found
-/// by its image in the catalogs (BundleDeployments written by upstream carry no labels).
-fn installed_bundle(index: &Index, d: &Deployed) -> Option<(String, Option<semver::Version>)> {
-    let version = d
-        .version
-        .as_deref()
-        .and_then(|v| olm_resolver::range::parse_bundle_version(v).ok());
-    if let Some(bundle) = &d.bundle {
-        return Some((bundle.clone(), version));
-    }
-    let image = d.image.as_deref()?;
-    let entry = index
-        .entries
-        .iter()
-        .find(|e| e.image == image && d.package.as_ref().is_none_or(|p| *p == e.package))?;
-    Some((entry.name.clone(), Some(entry.version.clone())))
 }
