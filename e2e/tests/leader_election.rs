@@ -339,8 +339,7 @@ async fn catalogd_replicas_elect_one_leader_and_followers_serve_its_content() {
             if response.status() == 200 && etag.as_deref() == Some(&format!("\"{hash}\"")) {
                 let body = response.bytes().await.unwrap();
                 let digest = sha2::Sha256::digest(&body);
-                let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-                assert_eq!(hex, hash);
+                assert_eq!(hex::encode(digest), hash);
                 break;
             }
             assert!(

@@ -107,11 +107,7 @@ fn tar_of(entries: &[Entry]) -> Vec<u8> {
 }
 
 fn sha256(bytes: &[u8]) -> String {
-    let hex: String = Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    format!("sha256:{hex}")
+    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
 }
 
 /// `len` bytes that gzip cannot shrink (a binary's worth of layer), derived from `seed`.

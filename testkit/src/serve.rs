@@ -64,7 +64,7 @@ async fn serve_file(State(s): State<FileServer>, headers: HeaderMap) -> Response
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .clone();
-    let etag = format!("\"{}\"", hex(&Sha256::digest(&body)));
+    let etag = format!("\"{}\"", hex::encode(Sha256::digest(&body)));
     if headers
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
@@ -75,10 +75,6 @@ async fn serve_file(State(s): State<FileServer>, headers: HeaderMap) -> Response
     }
     s.full.fetch_add(1, Ordering::SeqCst);
     (StatusCode::OK, [(header::ETAG, etag)], body).into_response()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn router(state: FileServer, path: &str) -> axum::Router {

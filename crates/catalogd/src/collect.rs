@@ -190,11 +190,7 @@ fn digest(file: &mut File) -> std::io::Result<String> {
         }
         hasher.update(&buf[..n]);
     }
-    Ok(hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect())
+    Ok(hex::encode(hasher.finalize()))
 }
 
 #[cfg(test)]

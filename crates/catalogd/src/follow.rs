@@ -21,7 +21,6 @@ use olm_runtime::{ReadinessHandle, error_chain};
 use sha2::{Digest as _, Sha256};
 use tokio_util::sync::CancellationToken;
 
-use crate::source::http::hex;
 use crate::status::SERVING;
 use crate::store::Rendered;
 use crate::store::Store;
@@ -311,7 +310,7 @@ impl Follower {
             .peer
             .request(&leader, &format!("catalogs/{name}/all.json"))?;
         let body = self.download(&http, &url).await?;
-        let got = hex(&Sha256::digest(&body));
+        let got = hex::encode(Sha256::digest(&body));
         if got != hash {
             // The leader moved on since the status was read; the next status triggers a copy.
             return Err(format!("{url} served content {got}, not {hash}"));

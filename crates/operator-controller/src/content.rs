@@ -302,14 +302,8 @@ fn bytes_of(held: &HashMap<String, Held>) -> usize {
         .sum()
 }
 
-/// Lower-case hex sha256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::Digest as _;
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
+/// Lower-case hex sha256 of `bytes`: the resolver's, which names canonical content.
+pub use olm_resolver::fbc::canonical::sha256_hex;
 
 /// The hash in an ETag: `"abc"` or `W/"abc"` → `abc`.
 pub fn etag_hash(etag: &str) -> &str {

@@ -38,10 +38,6 @@ async fn get_text(url: &str) -> (StatusCode, String) {
     )
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// `controller_runtime_reconcile_total{controller="catalog"}` summed over results.
 async fn reconciles(admin: &str) -> f64 {
     let mut total = 0.0;
@@ -320,7 +316,7 @@ async fn equal_content_has_an_equal_hash_from_a_configmap_and_from_http() {
     let via_http = via_http.status.unwrap();
     assert_eq!(via_http.content_hash.as_deref(), Some(first.as_str()));
     let resolved = via_http.resolved_source.unwrap().http.unwrap();
-    assert_eq!(resolved.sha256, hex(&Sha256::digest(v1.as_bytes())));
+    assert_eq!(resolved.sha256, hex::encode(Sha256::digest(v1.as_bytes())));
     assert!(resolved.etag.is_some());
     assert!(server.full() >= 1);
 
@@ -414,7 +410,7 @@ async fn sha256_pins_are_checked_and_bad_sources_say_why() {
     let (server, url) = http_file("/catalog.yaml", v1.clone()).await.unwrap();
 
     // The right pin unpacks, and records what it pinned.
-    let pin = hex(&Sha256::digest(v1.as_bytes()));
+    let pin = hex::encode(Sha256::digest(v1.as_bytes()));
     let name = ctx.name("pinned");
     let api = create_catalog(
         &ctx,

@@ -129,10 +129,7 @@ async fn generators_are_collected_and_their_failures_explained() {
     let served = wait_unpacked(&api, &name, None).await.unwrap();
     let s = status(Some(&served));
     let custom = s.resolved_source.clone().unwrap().custom.unwrap();
-    let expected: String = Sha256::digest(format!("{CATALOG_JSON}\n"))
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let expected = hex::encode(Sha256::digest(format!("{CATALOG_JSON}\n")));
     assert_eq!(custom.sha256, expected);
     let content = reqwest::get(s.content_url.clone().unwrap())
         .await

@@ -632,11 +632,7 @@ async fn refused(
 
 fn digest_of(layer: &Layer) -> String {
     use sha2::{Digest, Sha256};
-    let hex: String = Sha256::digest(&layer.data)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    format!("sha256:{hex}")
+    format!("sha256:{}", hex::encode(Sha256::digest(&layer.data)))
 }
 
 /// A gzip layer holding one file of `len` zero bytes, written without holding it.

@@ -247,7 +247,7 @@ impl HttpSource {
         let (body, hasher) = tokio::time::timeout(self.timeout, read)
             .await
             .map_err(|_| timed_out("reading the body"))??;
-        let sha256 = hex(&hasher.finalize());
+        let sha256 = hex::encode(hasher.finalize());
         if let Some(pin) = &spec.sha256
             && *pin != sha256
         {
@@ -311,11 +311,6 @@ pub(crate) fn describe(e: reqwest::Error, timeout_flag: &str) -> String {
         text.push_str(&format!(" (timed out; see {timeout_flag})"));
     }
     text
-}
-
-/// Lower-case hex of `bytes`.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl CatalogSource for HttpSource {

@@ -87,7 +87,7 @@ impl Rendered {
                 .push(blob.schema, blob.package, blob.name, u64::from(length))
                 .map_err(|e| StoreError::TooLarge(e.to_string()))?;
         }
-        let hash = hex(&hasher.finalize());
+        let hash = hex::encode(hasher.finalize());
         Ok(Self {
             bytes,
             index: index.finish(),
@@ -114,8 +114,4 @@ impl Rendered {
     pub fn hash(&self) -> &str {
         &self.hash
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

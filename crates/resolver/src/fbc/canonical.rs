@@ -251,13 +251,7 @@ pub fn render<'a>(blobs: impl IntoIterator<Item = &'a Value>) -> Vec<u8> {
 
 /// Lowercase hex sha256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut s = String::with_capacity(64);
-    for b in digest.iter() {
-        s.push(HEX[(b >> 4) as usize] as char);
-        s.push(HEX[(b & 0xf) as usize] as char);
-    }
-    s
+    hex::encode(Sha256::digest(bytes))
 }
 
 #[cfg(test)]

@@ -128,7 +128,7 @@ fn plain_segments(path: &str) -> bool {
 pub fn spec_hash(spec: &CustomSource) -> String {
     let json = serde_json::to_vec(spec).unwrap_or_default();
     let digest = Sha256::digest(&json);
-    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+    hex::encode(&digest[..8])
 }
 
 /// A Pod name for a run of the Catalog `catalog`: a readable prefix and a random suffix.

@@ -69,11 +69,7 @@ pub struct Runs {
 pub fn new_token() -> Result<String, getrandom::Error> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes)?;
-    Ok(hex(&bytes))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    Ok(hex::encode(bytes))
 }
 
 fn hash(token: &str) -> [u8; 32] {
@@ -161,7 +157,7 @@ impl Runs {
         claimed: &str,
         body: Vec<u8>,
     ) -> Result<(), Rejected> {
-        let actual = hex(&Sha256::digest(&body));
+        let actual = hex::encode(Sha256::digest(&body));
         let mut runs = self.lock();
         let run = check(&mut runs, pod, token)?;
         if !actual.eq_ignore_ascii_case(claimed.trim()) {
@@ -215,7 +211,7 @@ mod tests {
     use super::*;
 
     fn sha(body: &[u8]) -> String {
-        hex(&Sha256::digest(body))
+        hex::encode(Sha256::digest(body))
     }
 
     #[test]

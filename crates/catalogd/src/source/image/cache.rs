@@ -84,7 +84,7 @@ impl Hasher {
             Hasher::Sha256(h) => ("sha256", h.finalize().to_vec()),
             Hasher::Sha512(h) => ("sha512", h.finalize().to_vec()),
         };
-        format!("{algorithm}:{}", crate::source::http::hex(&bytes))
+        format!("{algorithm}:{}", hex::encode(&bytes))
     }
 }
 
@@ -151,7 +151,7 @@ impl LayerCache {
         let (algorithm, hex) =
             parse_digest(digest).ok_or_else(|| BlobError::BadDigest(digest.to_owned()))?;
         // A repository name may hold '/' and ':': its hash names it on disk.
-        let repo = crate::source::http::hex(&Sha256::digest(repository.as_bytes()));
+        let repo = hex::encode(Sha256::digest(repository.as_bytes()));
         Ok(self.dir.join(format!("{}-{algorithm}-{hex}", &repo[..16])))
     }
 
