@@ -21,11 +21,11 @@ use common::status_kib;
 use std::error::Error;
 use std::time::{Duration, Instant};
 
+use catalogd::source::Fetched;
 use catalogd::source::Mode;
 use catalogd::source::image::cache::LayerCache;
 use catalogd::source::image::registry::RegistryOptions;
 use catalogd::source::image::{ImageOptions, ImageSource};
-use catalogd::source::{CatalogSource, Fetched};
 use olm_api::catalog::{
     Catalog, CatalogSpec, ImageSource as ImageSpec, ResolvedImageSource, ResolvedSource, Source,
     SourceType,

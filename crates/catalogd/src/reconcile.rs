@@ -242,8 +242,7 @@ async fn carry_out(
             resolved: resolved.clone(),
         }),
         mode => {
-            let source = ctx.parts.sources.get(catalog.spec.source.type_);
-            let fetching = source.fetch(catalog, mode, &reserve);
+            let fetching = ctx.parts.sources.fetch(catalog, mode, &reserve);
             tokio::pin!(fetching);
             loop {
                 tokio::select! {

@@ -2,16 +2,12 @@
 //! file under the entry's `path`. ConfigMaps live in catalogd's own namespace unless another
 //! namespace is named and allowed by `--allowed-configmap-namespaces`.
 
-use futures::FutureExt;
-use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 use olm_api::catalog::{Catalog, ConfigMapSource, ResolvedConfigMap, ResolvedSource, SourceType};
 
-use super::{CatalogSource, Fetched, SourceError, read_object, reasons};
-use crate::budget::Reserve;
+use super::{Fetched, SourceError, read_object, reasons};
 use crate::source::Mode;
-use std::sync::Arc;
 
 /// Reads catalog content from ConfigMaps.
 pub struct ConfigMapsSource {
@@ -70,7 +66,8 @@ impl ConfigMapsSource {
         all
     }
 
-    async fn read(&self, catalog: &Catalog, mode: &Mode) -> Result<Fetched, SourceError> {
+    /// Reads the catalog's ConfigMaps (see [`super::Sources::fetch`]).
+    pub async fn fetch(&self, catalog: &Catalog, mode: &Mode) -> Result<Fetched, SourceError> {
         let entries = catalog.spec.source.config_maps.clone().unwrap_or_default();
         let mut files = Vec::new();
         let mut read = Vec::new();
@@ -138,16 +135,5 @@ impl ConfigMapsSource {
             return Ok(Fetched::Unchanged { resolved });
         }
         Ok(Fetched::Content { files, resolved })
-    }
-}
-
-impl CatalogSource for ConfigMapsSource {
-    fn fetch<'a>(
-        &'a self,
-        catalog: &'a Catalog,
-        mode: &'a Mode,
-        _reserve: &'a Arc<Reserve>,
-    ) -> BoxFuture<'a, Result<Fetched, SourceError>> {
-        self.read(catalog, mode).boxed()
     }
 }

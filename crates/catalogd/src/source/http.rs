@@ -7,8 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
-use futures::{FutureExt, StreamExt};
+use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Client;
 use olm_api::catalog::{
@@ -18,7 +17,7 @@ use sha2::{Digest, Sha256};
 
 use super::credentials::{HttpAuth, ca_bundle, http_auth, opted_in_secret};
 use super::network::NetworkPolicy;
-use super::{CatalogSource, Fetched, SourceError, archive, reasons, scope, too_large};
+use super::{Fetched, SourceError, archive, reasons, scope, too_large};
 use crate::budget::Reserve;
 use crate::source::Mode;
 
@@ -114,7 +113,8 @@ impl HttpSource {
         http_auth(&secret, &secret_ref.name).map(Some)
     }
 
-    async fn get(
+    /// Fetches the catalog (see [`super::Sources::fetch`]).
+    pub async fn fetch(
         &self,
         catalog: &Catalog,
         mode: &Mode,
@@ -311,17 +311,6 @@ pub(crate) fn describe(e: reqwest::Error, timeout_flag: &str) -> String {
         text.push_str(&format!(" (timed out; see {timeout_flag})"));
     }
     text
-}
-
-impl CatalogSource for HttpSource {
-    fn fetch<'a>(
-        &'a self,
-        catalog: &'a Catalog,
-        mode: &'a Mode,
-        reserve: &'a Arc<Reserve>,
-    ) -> BoxFuture<'a, Result<Fetched, SourceError>> {
-        self.get(catalog, mode, reserve).boxed()
-    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
-//! Where catalog content comes from: one [`CatalogSource`] implementation per member of the
-//! `spec.source` union. A source fetches files (name, bytes); parsing, validation and storing
+//! Where catalog content comes from: one source per member of the `spec.source` union,
+//! dispatched by [`Sources::fetch`] over that closed set. A source fetches files (name, bytes); parsing, validation and storing
 //! are the pipeline's, the same for every source.
 
 pub mod archive;
@@ -15,7 +15,6 @@ pub mod scope;
 #[cfg(test)]
 pub(crate) mod test_tar;
 
-use futures::future::BoxFuture;
 use k8s_openapi::NamespaceResourceScope;
 use kube::api::Api;
 use olm_api::catalog::{Catalog, ResolvedSource, SourceType};
@@ -111,21 +110,6 @@ impl SourceError {
     }
 }
 
-/// A kind of catalog source.
-pub trait CatalogSource: Send + Sync {
-    /// Fetches the catalog's content, as the plan says: in full, or conditionally on what was
-    /// fetched last (whose content is served), in which case the source may answer
-    /// [`Fetched::Unchanged`]. Before it reads a body into memory, the source reserves its
-    /// size (or the most it may be) on `reserve`: content is held only within the unpack
-    /// budget.
-    fn fetch<'a>(
-        &'a self,
-        catalog: &'a Catalog,
-        mode: &'a Mode,
-        reserve: &'a Arc<Reserve>,
-    ) -> BoxFuture<'a, Result<Fetched, SourceError>>;
-}
-
 /// What a conditional fetch is conditional on.
 pub(crate) fn since(mode: &Mode) -> Option<&ResolvedSource> {
     match mode {
@@ -159,14 +143,23 @@ pub struct Sources {
 }
 
 impl Sources {
-    /// The implementation for `type_`.
-    pub fn get(&self, type_: SourceType) -> &dyn CatalogSource {
-        match type_ {
-            SourceType::ConfigMaps => &self.config_maps,
-            SourceType::Http => &self.http,
-            SourceType::Image => &self.image,
-            SourceType::Git => &self.git,
-            SourceType::Custom => &self.custom,
+    /// Fetches `catalog`'s content from the source its spec names, as the plan says: in full,
+    /// or conditionally on what was fetched last (whose content is served), in which case the
+    /// source may answer [`Fetched::Unchanged`]. Before a source reads a body into memory, it
+    /// reserves its size (or the most it may be) on `reserve`: content is held only within
+    /// the unpack budget.
+    pub async fn fetch(
+        &self,
+        catalog: &Catalog,
+        mode: &Mode,
+        reserve: &Arc<Reserve>,
+    ) -> Result<Fetched, SourceError> {
+        match catalog.spec.source.type_ {
+            SourceType::ConfigMaps => self.config_maps.fetch(catalog, mode).await,
+            SourceType::Http => self.http.fetch(catalog, mode, reserve).await,
+            SourceType::Image => self.image.fetch(catalog, mode, reserve).await,
+            SourceType::Git => self.git.fetch(catalog, mode, reserve).await,
+            SourceType::Custom => self.custom.fetch(catalog, mode, reserve).await,
         }
     }
 }

@@ -14,8 +14,6 @@ pub mod verdict;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::FutureExt;
-use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
@@ -25,7 +23,7 @@ use prometheus::{IntCounterVec, Opts};
 use self::pod::{PodOptions, generator_pod, pod_name, resolve, spec_hash, token_secret};
 use self::runs::Runs;
 use self::verdict::{Verdict, verdict};
-use super::{CatalogSource, Fetched, SourceError, reasons};
+use super::{Fetched, SourceError, reasons};
 use crate::budget::Reserve;
 use crate::source::Mode;
 
@@ -178,7 +176,8 @@ impl CustomSource {
         }
     }
 
-    async fn step(
+    /// Takes the next step of the catalog's generator run (see [`super::Sources::fetch`]).
+    pub async fn fetch(
         &self,
         catalog: &Catalog,
         mode: &Mode,
@@ -348,16 +347,5 @@ impl CustomSource {
             ),
             recheck: RECHECK,
         })
-    }
-}
-
-impl CatalogSource for CustomSource {
-    fn fetch<'a>(
-        &'a self,
-        catalog: &'a Catalog,
-        mode: &'a Mode,
-        reserve: &'a Arc<Reserve>,
-    ) -> BoxFuture<'a, Result<Fetched, SourceError>> {
-        self.step(catalog, mode, reserve).boxed()
     }
 }

@@ -13,8 +13,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::FutureExt;
-use futures::future::BoxFuture;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Client;
 use olm_api::catalog::{
@@ -25,7 +23,7 @@ use tokio::sync::Semaphore;
 
 use self::spec::{Transport, Want};
 use super::credentials::{HttpAuth, ca_bundle, http_auth, opted_in_secret};
-use super::{CatalogSource, Fetched, SourceError, reasons, scope};
+use super::{Fetched, SourceError, reasons, scope};
 use crate::budget::Reserve;
 use crate::source::Mode;
 
@@ -191,7 +189,8 @@ impl GitSource {
         })
     }
 
-    async fn get(
+    /// Fetches the catalog (see [`super::Sources::fetch`]).
+    pub async fn fetch(
         &self,
         catalog: &Catalog,
         mode: &Mode,
@@ -378,15 +377,4 @@ impl Work<'_> {
 /// Whether `id` is the commit recorded as `recorded` (hex, as in the status).
 fn same_commit(id: &gix::ObjectId, recorded: &str) -> bool {
     gix::ObjectId::from_hex(recorded.as_bytes()).is_ok_and(|r| r == *id)
-}
-
-impl CatalogSource for GitSource {
-    fn fetch<'a>(
-        &'a self,
-        catalog: &'a Catalog,
-        mode: &'a Mode,
-        reserve: &'a Arc<Reserve>,
-    ) -> BoxFuture<'a, Result<Fetched, SourceError>> {
-        self.get(catalog, mode, reserve).boxed()
-    }
 }

@@ -19,8 +19,6 @@ pub mod registry;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::FutureExt;
-use futures::future::BoxFuture;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use oci_client::Reference;
 use oci_client::manifest::{OciDescriptor, OciImageManifest};
@@ -36,7 +34,7 @@ use self::filesystem::ImageFs;
 use self::manifest::Manifest;
 use self::registry::{Access, Registries, RegistryOptions};
 use super::credentials::opted_in_secret;
-use super::{CatalogSource, Fetched, SourceError, reasons, scope};
+use super::{Fetched, SourceError, reasons, scope};
 use crate::budget::Reserve;
 use crate::source::Mode;
 
@@ -162,7 +160,8 @@ impl ImageSource {
         })
     }
 
-    async fn get(
+    /// Fetches the catalog (see [`super::Sources::fetch`]).
+    pub async fn fetch(
         &self,
         catalog: &Catalog,
         mode: &Mode,
@@ -466,17 +465,6 @@ fn check_layer(layer: &OciDescriptor, max_bytes: u64) -> Result<(), filesystem::
         )));
     }
     Ok(())
-}
-
-impl CatalogSource for ImageSource {
-    fn fetch<'a>(
-        &'a self,
-        catalog: &'a Catalog,
-        mode: &'a Mode,
-        reserve: &'a Arc<Reserve>,
-    ) -> BoxFuture<'a, Result<Fetched, SourceError>> {
-        self.get(catalog, mode, reserve).boxed()
-    }
 }
 
 #[cfg(test)]
