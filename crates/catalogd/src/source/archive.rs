@@ -6,10 +6,24 @@
 use std::collections::BTreeMap;
 use std::io::Read;
 
+use super::tar_walk::{Kind, WalkError, walk};
 use super::{SourceError, reasons};
 
 /// Links followed one after the other before giving up (a loop, or an absurd chain).
 const MAX_LINK_HOPS: usize = 8;
+
+/// Why the walk of an archive stopped: the walk's own refusal, or a link out of the catalog
+/// (the raw path, and how it escapes).
+enum Refused {
+    Walk(WalkError),
+    Escapes(String, String),
+}
+
+impl From<WalkError> for Refused {
+    fn from(e: WalkError) -> Self {
+        Refused::Walk(e)
+    }
+}
 
 /// The body as `(path, bytes)` files, in walk (path) order. `url` names the source in messages.
 pub fn files(
@@ -59,62 +73,43 @@ pub fn files(
     if tarball.len() as u64 > max_bytes {
         return Err(super::too_large(url, max_bytes, "the unpacked archive"));
     }
-    let mut archive = tar::Archive::new(tarball.as_slice());
     let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     let mut links: Vec<(String, String)> = Vec::new();
-    for entry in archive.entries().map_err(archive_error)? {
-        let mut entry = entry.map_err(archive_error)?;
-        let kind = entry.header().entry_type();
-        let raw = entry
-            .path()
-            .map_err(archive_error)?
-            .to_string_lossy()
-            .into_owned();
-        if raw.starts_with('/') {
-            return Err(escapes(&raw, "has an absolute path"));
-        }
-        let Some(path) = normalize("", &raw) else {
-            return Err(escapes(&raw, "climbs out with .."));
-        };
-        if kind.is_symlink() || kind.is_hard_link() {
-            let target = entry
-                .link_name()
-                .map_err(archive_error)?
-                .map(|t| t.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            // A symlink is relative to its own directory; a hard link names an archive path.
-            let base = if kind.is_symlink() { parent(&path) } else { "" };
-            if target.starts_with('/') {
-                return Err(escapes(
-                    &raw,
-                    &format!("links to the absolute path {target:?}"),
-                ));
+    let walked = walk(tarball.as_slice(), |item| {
+        let (symlink, target) = match &item.kind {
+            Kind::Symlink(t) => (true, t.clone()),
+            Kind::HardLink(t) => (false, t.clone()),
+            Kind::File => {
+                let path = item.path.clone();
+                files.insert(path, item.read()?);
+                return Ok(());
             }
-            let Some(resolved) = normalize(base, &target) else {
-                return Err(escapes(&raw, &format!("links to {target:?}")));
-            };
-            links.push((path, resolved));
-            continue;
-        }
-        if !kind.is_file() {
-            continue;
-        }
-        // The entry's size, PAX extensions included (the header's own field may say 0).
-        let size = entry.size();
-        let mut content = Vec::new();
-        entry.read_to_end(&mut content).map_err(archive_error)?;
-        // A truncated archive must fail, not yield part of a catalog.
-        if content.len() as u64 != size {
-            return Err(SourceError::new(
-                reasons::UNPACK_FAILED,
-                format!(
-                    "{url} is truncated: archive entry {path:?} has {} of its {size} bytes",
-                    content.len()
-                ),
+            Kind::Dir | Kind::Other => return Ok(()),
+        };
+        // A symlink is relative to its own directory; a hard link names an archive path.
+        let base = if symlink { parent(&item.path) } else { "" };
+        if target.starts_with('/') {
+            return Err(Refused::Escapes(
+                item.raw,
+                format!("links to the absolute path {target:?}"),
             ));
         }
-        files.insert(path, content);
-    }
+        let Some(resolved) = normalize(base, &target) else {
+            return Err(Refused::Escapes(item.raw, format!("links to {target:?}")));
+        };
+        links.push((item.path, resolved));
+        Ok(())
+    });
+    walked.map_err(|refused| match refused {
+        Refused::Walk(WalkError::Unreadable(e)) => archive_error(e),
+        Refused::Walk(WalkError::Absolute(raw)) => escapes(&raw, "has an absolute path"),
+        Refused::Walk(WalkError::ClimbsOut(raw)) => escapes(&raw, "climbs out with .."),
+        Refused::Walk(WalkError::Truncated { path, got, size }) => SourceError::new(
+            reasons::UNPACK_FAILED,
+            format!("{url} is truncated: archive entry {path:?} has {got} of its {size} bytes"),
+        ),
+        Refused::Escapes(raw, why) => escapes(&raw, &why),
+    })?;
     drop(tarball);
     // Links inside the catalog stand for their target's content (a link to a directory, or
     // nothing, adds nothing); they count towards the size limit like any file.

@@ -12,6 +12,7 @@ pub mod image;
 pub mod network;
 pub mod redact;
 pub mod scope;
+pub mod tar_walk;
 #[cfg(test)]
 pub(crate) mod test_tar;
 

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 
 use crate::source::archive::{normalize, parent};
+use crate::source::tar_walk::{Item, Kind, WalkError, walk};
 
 /// Links followed one after the other before giving up (a loop, or an absurd chain).
 const MAX_LINK_HOPS: usize = 8;
@@ -35,6 +36,23 @@ pub enum LayerError {
     /// Unpacking went past the pull's deadline.
     #[error("unpacking went past the pull's deadline (--image-timeout-seconds)")]
     TimedOut,
+}
+
+impl From<WalkError> for LayerError {
+    fn from(e: WalkError) -> Self {
+        match e {
+            WalkError::Unreadable(e) => LayerError::Corrupt(format!("not a readable tar: {e}")),
+            WalkError::Absolute(raw) => {
+                LayerError::Refused(format!("entry {raw:?} has an absolute path"))
+            }
+            WalkError::ClimbsOut(raw) => {
+                LayerError::Refused(format!("entry {raw:?} climbs out of the image with .."))
+            }
+            WalkError::Truncated { path, got, size } => LayerError::Corrupt(format!(
+                "truncated: entry {path:?} has {got} of its {size} bytes"
+            )),
+        }
+    }
 }
 
 /// What an entry costs besides its path, content and link target: the map's own bookkeeping.
@@ -140,45 +158,39 @@ impl ImageFs {
     }
 
     fn apply_tar(&mut self, index: usize, tar: &mut dyn Read) -> Result<(), LayerError> {
-        let corrupt = |e: std::io::Error| LayerError::Corrupt(format!("not a readable tar: {e}"));
-        let mut archive = tar::Archive::new(tar);
-        for entry in archive.entries().map_err(corrupt)? {
-            let mut entry = entry.map_err(corrupt)?;
-            if self.deadline.is_some_and(|d| std::time::Instant::now() > d) {
-                return Err(LayerError::TimedOut);
+        walk(tar, |item| self.apply_entry(index, item))
+    }
+
+    /// One entry of layer `index`, its path checked by the walk.
+    fn apply_entry(
+        &mut self,
+        index: usize,
+        item: Item<'_, &mut dyn Read>,
+    ) -> Result<(), LayerError> {
+        if self.deadline.is_some_and(|d| std::time::Instant::now() > d) {
+            return Err(LayerError::TimedOut);
+        }
+        let path = item.path.clone();
+        if path.is_empty() {
+            return Ok(());
+        }
+        let name = path.rsplit('/').next().unwrap_or_default();
+        if let Some(hidden) = name.strip_prefix(WHITEOUT) {
+            let dir = parent(&path);
+            if name == OPAQUE {
+                self.opaque(dir, index);
+            } else if !hidden.starts_with(WHITEOUT) {
+                // `.wh..wh.*` other than the opaque marker is AUFS bookkeeping.
+                self.remove(&join(dir, hidden), index);
             }
-            let raw = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
-            if raw.starts_with('/') {
-                return Err(LayerError::Refused(format!(
-                    "entry {raw:?} has an absolute path"
-                )));
-            }
-            let path = normalize("", &raw).ok_or_else(|| {
-                LayerError::Refused(format!("entry {raw:?} climbs out of the image with .."))
-            })?;
-            if path.is_empty() {
-                continue;
-            }
-            let name = path.rsplit('/').next().unwrap_or_default();
-            if let Some(hidden) = name.strip_prefix(WHITEOUT) {
-                let dir = parent(&path);
-                if name == OPAQUE {
-                    self.opaque(dir, index);
-                } else if !hidden.starts_with(WHITEOUT) {
-                    // `.wh..wh.*` other than the opaque marker is AUFS bookkeeping.
-                    self.remove(&join(dir, hidden), index);
-                }
-                continue;
-            }
-            let kind = entry.header().entry_type();
-            if kind.is_symlink() || kind.is_hard_link() {
-                let target = entry
-                    .link_name_bytes()
-                    .map(|t| String::from_utf8_lossy(&t).into_owned())
-                    .unwrap_or_default();
+            return Ok(());
+        }
+        match &item.kind {
+            Kind::Symlink(target) | Kind::HardLink(target) => {
+                let symlink = matches!(item.kind, Kind::Symlink(_));
                 // A symlink is relative to its directory, or absolute from the image root; a
                 // hard link names a path in the image.
-                let base = if kind.is_symlink() && !target.starts_with('/') {
+                let base = if symlink && !target.starts_with('/') {
                     parent(&path)
                 } else {
                     ""
@@ -189,48 +201,35 @@ impl ImageFs {
                             "entry {path:?} links to {target:?}, outside the image"
                         ))
                     })?;
-                if kind.is_symlink() {
-                    self.put_symlink(&path, resolved, index)?;
+                if symlink {
+                    self.put_symlink(&path, resolved, index)
                 } else {
-                    self.put_hard_link(&path, &resolved, index)?;
+                    self.put_hard_link(&path, &resolved, index)
                 }
-                continue;
             }
-            if kind.is_dir() {
-                self.put(&path, Node::Dir, index)?;
-            } else if kind.is_file() {
-                if !self.inside(&path) {
-                    // Not ours: it still replaces whatever was at its path.
-                    self.replace_outside(&path);
-                    continue;
-                }
-                // The entry's size, PAX extensions included (the header's own field may say 0).
-                let size = entry.size();
+            Kind::Dir => self.put(&path, Node::Dir, index),
+            Kind::File if !self.inside(&path) => {
+                // Not ours: it still replaces whatever was at its path.
+                self.replace_outside(&path);
+                Ok(())
+            }
+            Kind::File => {
                 if self
                     .kept_without(&path)
                     .saturating_add(ENTRY_COST + path.len() as u64)
-                    .saturating_add(size)
+                    .saturating_add(item.size())
                     > self.max_bytes
                 {
                     return Err(self.too_large());
                 }
-                let mut content = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-                entry.read_to_end(&mut content).map_err(corrupt)?;
-                // A truncated layer must fail, not yield part of a catalog.
-                if content.len() as u64 != size {
-                    return Err(LayerError::Corrupt(format!(
-                        "truncated: entry {path:?} has {} of its {size} bytes",
-                        content.len()
-                    )));
-                }
-                self.put(&path, Node::File(content), index)?;
+                let content = item.read()?;
+                self.put(&path, Node::File(content), index)
             }
             // Devices, fifos and the like mean nothing to a catalog.
+            Kind::Other => Ok(()),
         }
-        Ok(())
     }
 
-    /// Whether `path` is the configs directory or lies under it.
     fn inside(&self, path: &str) -> bool {
         within(path, &self.root)
     }
