@@ -12,10 +12,8 @@ use k8s_openapi::jiff::Timestamp;
 use olm_api::catalog::{Catalog, ResolvedSource, Source, SourceType};
 use olm_api::conditions::is_true;
 
-use crate::poll::{poll_interval, retry_after};
-use crate::source::Mode;
-use crate::source::git::spec::redact;
-use crate::source::image::reference::digest_of;
+use crate::poll::retry_after;
+use crate::source::{Facts, Mode, custom, git, http, image};
 use crate::status::{Served, UNPACKED};
 
 /// What catalogd remembers of a Catalog between reconciles.
@@ -203,134 +201,50 @@ pub fn plan(
             announce: false,
             next_poll: None,
         }),
-        SourceType::Http => {
-            let http = spec.http.clone().unwrap_or_default();
-            let previous_http = previous
-                .as_ref()
-                .and_then(|p| p.http.as_ref())
-                .filter(|h| h.url == http.url);
-            remote(
-                Remote {
-                    interval: poll_interval(http.poll_interval.as_deref()),
-                    // Pinned content that is served cannot change.
-                    pinned_and_served: http
-                        .sha256
-                        .as_ref()
-                        .zip(previous_http)
-                        .is_some_and(|(pin, p)| *pin == p.sha256),
-                    // Conditional only when a "not modified" would be good news: the same
-                    // URL, and no new pin to check against the body.
-                    conditional: previous_http
-                        .is_some_and(|p| http.sha256.as_ref().is_none_or(|pin| *pin == p.sha256)),
-                    last_poll: previous_http.and_then(|h| h.last_poll_attempt.as_ref()),
-                },
-                previous.clone(),
+        SourceType::Http => remote(
+            http::facts(&spec.http.clone().unwrap_or_default(), previous.as_ref()),
+            previous.clone(),
+            current,
+            status_stale,
+            status.observed_generation != generation,
+            now,
+        ),
+        SourceType::Image => remote(
+            image::facts::facts(&spec.image.clone().unwrap_or_default(), previous.as_ref()),
+            previous.clone(),
+            current,
+            status_stale,
+            status.observed_generation != generation,
+            now,
+        ),
+        SourceType::Git => remote(
+            git::facts::facts(
+                &spec.git.clone().unwrap_or_default(),
+                previous.as_ref(),
                 current,
-                status_stale,
-                status.observed_generation != generation,
-                now,
-            )
-        }
-        SourceType::Image => {
-            let image = spec.image.clone().unwrap_or_default();
-            let previous_image = previous.as_ref().and_then(|p| p.image.as_ref());
-            let served_digest = previous_image
-                .and_then(|i| i.resolved_ref.as_deref())
-                .and_then(digest_of);
-            let pinned = digest_of(&image.r#ref);
-            remote(
-                Remote {
-                    // A digest never names other content: never polled (the CRD refuses a
-                    // pollInterval with one, as upstream).
-                    interval: poll_interval(image.poll_interval.as_deref())
-                        .filter(|_| pinned.is_none()),
-                    // (Under another reference, the source confirms it without a request,
-                    // and the status then names the new reference.)
-                    pinned_and_served: pinned.is_some()
-                        && pinned == served_digest
-                        && previous_image.is_some_and(|i| i.r#ref == image.r#ref),
-                    // Any served image: the registry is asked for the digest first, and the
-                    // same digest is the same content, whatever the reference.
-                    conditional: served_digest.is_some(),
-                    last_poll: previous_image
-                        .filter(|i| i.r#ref == image.r#ref)
-                        .and_then(|i| i.last_poll_attempt.as_ref()),
-                },
-                previous.clone(),
-                current,
-                status_stale,
-                status.observed_generation != generation,
-                now,
-            )
-        }
-        SourceType::Git => {
-            let git = spec.git.clone().unwrap_or_default();
-            let previous_git = previous
-                .as_ref()
-                .and_then(|p| p.git.as_ref())
-                .filter(|g| g.repository == redact(&git.repository));
-            let pinned = git.r#ref.commit.as_ref();
-            remote(
-                Remote {
-                    // A commit never names other content: never polled.
-                    interval: poll_interval(git.poll_interval.as_deref())
-                        .filter(|_| pinned.is_none()),
-                    // A pinned commit already served under the same spec needs no request.
-                    pinned_and_served: current
-                        && pinned
-                            .zip(previous_git)
-                            .is_some_and(|(pin, p)| *pin == p.commit),
-                    // Only the current spec is polled conditionally: another directory or ref
-                    // of the same commit is other content, so a new spec is fetched in full.
-                    conditional: false,
-                    last_poll: previous_git.and_then(|g| g.last_poll_attempt.as_ref()),
-                },
-                previous.clone(),
-                current,
-                status_stale,
-                status.observed_generation != generation,
-                now,
-            )
-        }
-        SourceType::Custom => {
-            let custom = spec.custom.clone().unwrap_or_default();
-            let previous_custom = previous.as_ref().and_then(|p| p.custom.as_ref());
-            remote(
-                Remote {
-                    interval: poll_interval(custom.poll_interval.as_deref()),
-                    pinned_and_served: false,
-                    // A new spec always runs its generator; a poll of the current one may
-                    // find the same output (then nothing is unpacked again).
-                    conditional: false,
-                    last_poll: previous_custom.and_then(|c| c.last_poll_attempt.as_ref()),
-                },
-                previous.clone(),
-                current,
-                status_stale,
-                status.observed_generation != generation,
-                now,
-            )
-        }
+            ),
+            previous.clone(),
+            current,
+            status_stale,
+            status.observed_generation != generation,
+            now,
+        ),
+        SourceType::Custom => remote(
+            custom::facts::facts(&spec.custom.clone().unwrap_or_default(), previous.as_ref()),
+            previous.clone(),
+            current,
+            status_stale,
+            status.observed_generation != generation,
+            now,
+        ),
     }
-}
-
-/// What the plan needs to know of a remote source (http, image).
-struct Remote<'a> {
-    /// How often to poll, if at all.
-    interval: Option<Duration>,
-    /// The spec pins content (a sha256, a digest) that is the served content.
-    pinned_and_served: bool,
-    /// The source may be asked whether the served content is still current.
-    conditional: bool,
-    /// When the source was last asked, for the current spec.
-    last_poll: Option<&'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
 }
 
 /// The plan for a remote source, given what was fetched for the served content, whether the
 /// served content is the current spec's, whether the status must be rewritten, and whether
 /// the generation is new.
 fn remote(
-    source: Remote<'_>,
+    source: Facts<'_>,
     previous: Option<ResolvedSource>,
     current: bool,
     status_stale: bool,

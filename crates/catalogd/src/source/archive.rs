@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::io::Read;
 
+use super::paths::{normalize, parent};
 use super::tar_walk::{Kind, WalkError, walk};
 use super::{SourceError, reasons};
 
@@ -152,26 +153,6 @@ pub(crate) fn resolve_links<E>(
         }
     }
     Ok(())
-}
-
-/// `path` joined to `base` (a directory inside the catalog, "" for its root) with `.` and `..`
-/// resolved; `None` when it climbs above the root.
-pub(crate) fn normalize(base: &str, path: &str) -> Option<String> {
-    let mut parts: Vec<&str> = base.split('/').filter(|p| !p.is_empty()).collect();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            p => parts.push(p),
-        }
-    }
-    Some(parts.join("/"))
-}
-
-pub(crate) fn parent(path: &str) -> &str {
-    path.rsplit_once('/').map_or("", |(dir, _)| dir)
 }
 
 #[cfg(test)]

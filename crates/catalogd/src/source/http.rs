@@ -17,8 +17,9 @@ use sha2::{Digest, Sha256};
 
 use super::credentials::{HttpAuth, ca_bundle, http_auth, opted_in_secret};
 use super::network::NetworkPolicy;
-use super::{Fetched, SourceError, archive, reasons, scope, too_large};
+use super::{Facts, Fetched, SourceError, archive, reasons, scope, too_large};
 use crate::budget::Reserve;
+use crate::poll::poll_interval;
 use crate::source::Mode;
 
 /// How URLs are shown in messages (re-exported: the http source's own, shared by all).
@@ -313,6 +314,27 @@ pub(crate) fn describe(e: reqwest::Error, timeout_flag: &str) -> String {
     text
 }
 
+/// What the planner needs to know of an http spec ([`Facts`]), given what was fetched for the
+/// served content: pinned content that is served cannot change; a conditional GET is asked
+/// only when a "not modified" would be good news (the same URL, and no new pin to check
+/// against the body).
+pub fn facts<'a>(spec: &HttpSpec, previous: Option<&'a ResolvedSource>) -> Facts<'a> {
+    let previous = previous
+        .and_then(|p| p.http.as_ref())
+        .filter(|h| h.url == spec.url);
+    Facts {
+        interval: poll_interval(spec.poll_interval.as_deref()),
+        pinned_and_served: spec
+            .sha256
+            .as_ref()
+            .zip(previous)
+            .is_some_and(|(pin, p)| *pin == p.sha256),
+        conditional: previous
+            .is_some_and(|p| spec.sha256.as_ref().is_none_or(|pin| *pin == p.sha256)),
+        last_poll: previous.and_then(|h| h.last_poll_attempt.as_ref()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -328,5 +350,31 @@ mod tests {
         assert_eq!(redact("https://h/"), "https://h/");
         assert_eq!(redact("https://tok@h/c.json"), "https://h/c.json");
         assert_eq!(redact("not a url?secret=1"), "not a url");
+    }
+
+    #[test]
+    fn http_facts_pin_only_served_content_and_ask_conditionally_only_for_good_news() {
+        use olm_api::catalog::ResolvedHttpSource;
+        let served = ResolvedSource {
+            http: Some(ResolvedHttpSource {
+                url: "https://h/c.json".into(),
+                sha256: "aa".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let spec = |url: &str, pin: Option<&str>| HttpSpec {
+            url: url.into(),
+            sha256: pin.map(str::to_owned),
+            ..Default::default()
+        };
+        let pinned = facts(&spec("https://h/c.json", Some("aa")), Some(&served));
+        assert!(pinned.pinned_and_served && pinned.conditional);
+        let new_pin = facts(&spec("https://h/c.json", Some("bb")), Some(&served));
+        assert!(!new_pin.pinned_and_served && !new_pin.conditional);
+        let unpinned = facts(&spec("https://h/c.json", None), Some(&served));
+        assert!(!unpinned.pinned_and_served && unpinned.conditional);
+        let moved = facts(&spec("https://h/other.json", None), Some(&served));
+        assert!(!moved.conditional);
     }
 }

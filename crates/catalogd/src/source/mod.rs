@@ -10,6 +10,7 @@ pub mod git;
 pub mod http;
 pub mod image;
 pub mod network;
+pub mod paths;
 pub mod redact;
 pub mod scope;
 pub mod tar_walk;
@@ -35,6 +36,21 @@ pub enum Mode {
     /// Nothing: the spec pins content that is already served (an http `sha256`), so the source
     /// need not be asked; the status is rewritten from what was fetched.
     Confirm(ResolvedSource),
+}
+
+/// What the planner needs to know of a remote source's spec, against what was fetched for
+/// the served content (`previous`): each source says it of its own spec (its `facts`,
+/// tested beside it), and [`crate::plan`] decides from it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Facts<'a> {
+    /// How often to poll, if at all.
+    pub interval: Option<std::time::Duration>,
+    /// The spec pins content (a sha256, a digest, a commit) that is the served content.
+    pub pinned_and_served: bool,
+    /// The source may be asked whether the served content is still current.
+    pub conditional: bool,
+    /// When the source was last asked, for the current spec.
+    pub last_poll: Option<&'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
 }
 
 /// What a fetch produced.

@@ -6,7 +6,7 @@
 
 use std::io::Read;
 
-use super::archive::normalize;
+use super::paths::normalize;
 
 /// What an entry is.
 #[derive(Debug, Clone, PartialEq, Eq)]

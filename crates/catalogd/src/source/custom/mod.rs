@@ -5,6 +5,7 @@
 //! the run and answers at once (started, running, failed, or the uploaded content), and the
 //! Pod's changes bring the next reconcile.
 
+pub mod facts;
 pub mod pod;
 pub mod resources;
 pub mod runs;

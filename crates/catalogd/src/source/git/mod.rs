@@ -4,6 +4,7 @@
 //! scratch repository; the catalog is read from its objects, never checked out.
 
 pub mod bounded;
+pub mod facts;
 pub mod remote;
 pub mod spec;
 pub mod ssh;

@@ -5,7 +5,7 @@ use gix::ObjectId;
 use gix::bstr::ByteSlice;
 use olm_api::catalog::{GitRef, GitSource};
 
-use crate::source::archive::normalize;
+use crate::source::paths::normalize;
 use crate::source::{SourceError, reasons};
 
 /// The condition reason for a spec catalogd cannot act on (a bad ref name, directory or URL).

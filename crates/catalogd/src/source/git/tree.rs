@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 
 pub use gix::ObjectId;
 
-use crate::source::archive::{normalize, parent, resolve_links};
+use crate::source::archive::resolve_links;
+use crate::source::paths::{normalize, parent};
 use crate::source::{SourceError, reasons, too_large};
 
 /// What a tree entry is.

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 
-use crate::source::archive::{normalize, parent};
+use crate::source::paths::{normalize, parent};
 use crate::source::tar_walk::{Item, Kind, WalkError, walk};
 
 /// Links followed one after the other before giving up (a loop, or an absurd chain).

@@ -11,6 +11,7 @@ pub mod auth;
 pub mod cache;
 pub mod client;
 pub mod errors;
+pub mod facts;
 pub mod filesystem;
 pub mod manifest;
 pub mod reference;
