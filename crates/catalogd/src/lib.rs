@@ -29,5 +29,7 @@ pub mod reconcile;
 pub mod server;
 pub mod source;
 pub mod status;
-pub mod store;
+
+/// The content store, from its own crate.
+pub use catalogd_store::store;
 pub mod unpack;
