@@ -14,7 +14,6 @@
 //!   [`args`]; [`orphans`]: the start-up clean-up of the store.
 
 pub mod args;
-pub mod budget;
 pub mod collect;
 pub mod context;
 pub mod controller;
@@ -24,12 +23,14 @@ pub mod metrics;
 pub mod namespace;
 pub mod orphans;
 pub mod plan;
-pub mod poll;
 pub mod reconcile;
 pub mod server;
-pub mod source;
 pub mod status;
 
+/// The sources and their contract, from their own crate.
+pub use catalogd_sources as source;
+/// The unpack budget and the poll timing, from the sources' crate.
+pub use catalogd_sources::{budget, poll};
 /// The content store, from its own crate.
 pub use catalogd_store::store;
 pub mod unpack;

@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 
 pub use gix::ObjectId;
 
-use crate::source::archive::resolve_links;
-use crate::source::paths::{normalize, parent};
-use crate::source::{SourceError, reasons, too_large};
+use crate::archive::resolve_links;
+use crate::paths::{normalize, parent};
+use crate::{SourceError, reasons, too_large};
 
 /// What a tree entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,9 +4,9 @@
 
 use super::cache::BlobError;
 use super::filesystem::LayerError;
-use crate::source::http::describe;
-use crate::source::network::{NetworkPolicy, Refused};
-use crate::source::{SourceError, reasons};
+use crate::http::describe;
+use crate::network::{NetworkPolicy, Refused};
+use crate::{SourceError, reasons};
 
 /// The flag that bounds connecting to a registry and each read, named when one times out.
 pub const TIMEOUT_FLAG: &str = "--http-timeout-seconds";

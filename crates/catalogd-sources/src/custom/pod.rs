@@ -17,8 +17,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use olm_api::catalog::{Catalog, CustomSource};
 use sha2::{Digest, Sha256};
 
+use crate::SourceError;
 use crate::poll::parse_duration;
-use crate::source::SourceError;
 
 /// Label on every generator Pod and token Secret (value `"true"`): what catalogd watches, and
 /// what it deletes at start-up.
@@ -529,7 +529,7 @@ mod tests {
         pod.metadata.uid = Some("pod-uid".into());
         let secret = token_secret(&pod, "t0ken");
         let labels = secret.metadata.labels.unwrap();
-        assert!(!labels.contains_key(crate::source::credentials::CREDENTIAL_LABEL));
+        assert!(!labels.contains_key(crate::credentials::CREDENTIAL_LABEL));
         assert_eq!(secret.metadata.owner_references.unwrap()[0].uid, "pod-uid");
     }
 

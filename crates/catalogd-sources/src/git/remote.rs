@@ -19,8 +19,8 @@ use gix::sec::identity::Account;
 use super::bounded::{BoundedHttp, Budget};
 use super::spec::Want;
 use super::tree::{Item, Kind, Objects};
-use crate::source::network::NetworkPolicy;
-use crate::source::{SourceError, reasons};
+use crate::network::NetworkPolicy;
+use crate::{SourceError, reasons};
 
 /// Where and how to reach a repository.
 #[derive(Clone)]

@@ -18,9 +18,9 @@ use sha2::{Digest, Sha256};
 use super::credentials::{HttpAuth, ca_bundle, http_auth, opted_in_secret};
 use super::network::NetworkPolicy;
 use super::{Facts, Fetched, SourceError, archive, reasons, scope, too_large};
+use crate::Mode;
 use crate::budget::Reserve;
 use crate::poll::poll_interval;
-use crate::source::Mode;
 
 /// How URLs are shown in messages (re-exported: the http source's own, shared by all).
 pub use super::redact::redact;

@@ -6,8 +6,8 @@
 use olm_api::catalog::{ImageSource as ImageSpec, ResolvedSource};
 
 use super::reference::digest_of;
+use crate::Facts;
 use crate::poll::poll_interval;
-use crate::source::Facts;
 
 /// The facts of `spec`, given what was fetched for the served content.
 pub fn facts<'a>(spec: &ImageSpec, previous: Option<&'a ResolvedSource>) -> Facts<'a> {

@@ -6,8 +6,8 @@
 use olm_api::catalog::{GitSource as GitSpec, ResolvedSource};
 
 use super::spec::redact;
+use crate::Facts;
 use crate::poll::poll_interval;
-use crate::source::Facts;
 
 /// The facts of `spec`, given what was fetched for the served content and whether that
 /// content is the current spec's (`current`).

@@ -8,8 +8,8 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 
-use crate::source::paths::{normalize, parent};
-use crate::source::tar_walk::{Item, Kind, WalkError, walk};
+use crate::paths::{normalize, parent};
+use crate::tar_walk::{Item, Kind, WalkError, walk};
 
 /// Links followed one after the other before giving up (a loop, or an absurd chain).
 const MAX_LINK_HOPS: usize = 8;
@@ -557,9 +557,9 @@ mod tests {
     use super::*;
     use tar::EntryType;
 
-    use crate::source::test_tar::{file, gzip, symlink, tar};
+    use crate::test_tar::{file, gzip, symlink, tar};
 
-    type E = crate::source::test_tar::Entry<'static>;
+    type E = crate::test_tar::Entry<'static>;
 
     fn dir(path: &'static str) -> E {
         (path, EntryType::Directory, b"", "")

@@ -7,7 +7,7 @@ use kube::Client;
 use olm_api::catalog::{Catalog, ConfigMapSource, ResolvedConfigMap, ResolvedSource, SourceType};
 
 use super::{Fetched, SourceError, read_object, reasons};
-use crate::source::Mode;
+use crate::Mode;
 
 /// Reads catalog content from ConfigMaps.
 pub struct ConfigMapsSource {

@@ -3,6 +3,7 @@
 //! are the pipeline's, the same for every source.
 
 pub mod archive;
+pub mod budget;
 pub mod configmaps;
 pub mod credentials;
 pub mod custom;
@@ -11,6 +12,7 @@ pub mod http;
 pub mod image;
 pub mod network;
 pub mod paths;
+pub mod poll;
 pub mod redact;
 pub mod scope;
 pub mod tar_walk;
@@ -25,7 +27,7 @@ use crate::budget::Reserve;
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
 
-/// How to fetch: the planner's ask of a source ([`crate::plan`] decides which).
+/// How to fetch: the planner's ask of a source (catalogd's `plan` decides which).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Mode {
     /// Everything, as if for the first time.
@@ -40,7 +42,7 @@ pub enum Mode {
 
 /// What the planner needs to know of a remote source's spec, against what was fetched for
 /// the served content (`previous`): each source says it of its own spec (its `facts`,
-/// tested beside it), and [`crate::plan`] decides from it.
+/// tested beside it), and catalogd's `plan` decides from it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Facts<'a> {
     /// How often to poll, if at all.

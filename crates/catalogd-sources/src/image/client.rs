@@ -20,9 +20,9 @@ use reqwest::{Response, StatusCode};
 use super::cache::Hasher;
 use super::errors::PullError;
 use super::manifest::ACCEPTED;
-use crate::source::network::NetworkPolicy;
-use crate::source::scope::Target;
-use crate::source::{SourceError, reasons};
+use crate::network::NetworkPolicy;
+use crate::scope::Target;
+use crate::{SourceError, reasons};
 
 /// The largest manifest read (the OCI distribution spec asks registries to accept 4 MiB).
 pub const MAX_MANIFEST_BYTES: u64 = 4 << 20;
@@ -330,7 +330,7 @@ impl Session {
         if url.scheme() != "https" && self.base.scheme() == "https" {
             return Err(PullError::Invalid(format!(
                 "the registry names a token service over plain HTTP ({}), which catalogd does not use",
-                crate::source::http::redact(realm)
+                crate::http::redact(realm)
             )));
         }
         self.policy.check_url(&url)?;
@@ -437,9 +437,7 @@ pub fn scope_of(
     name: String,
     catalog: String,
 ) -> ScopeCheck {
-    Arc::new(move |target: &Target<'_>| {
-        crate::source::scope::check(&secret, &name, &catalog, target)
-    })
+    Arc::new(move |target: &Target<'_>| crate::scope::check(&secret, &name, &catalog, target))
 }
 
 /// Refuses credentials with TLS verification off unless the admin allows it.

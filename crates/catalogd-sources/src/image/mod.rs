@@ -36,8 +36,8 @@ use self::manifest::Manifest;
 use self::registry::{Access, Registries, RegistryOptions};
 use super::credentials::opted_in_secret;
 use super::{Fetched, SourceError, reasons, scope};
+use crate::Mode;
 use crate::budget::Reserve;
-use crate::source::Mode;
 
 /// The label that names the FBC directory of a catalog image.
 pub const CONFIGS_LABEL: &str = "operators.operatorframework.io.index.configs.v1";

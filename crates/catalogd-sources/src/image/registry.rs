@@ -14,7 +14,7 @@ use oci_client::Reference;
 use super::client::{Credentials, Session};
 use super::errors::PullError;
 use super::reference::plain_http_allowed;
-use crate::source::network::NetworkPolicy;
+use crate::network::NetworkPolicy;
 
 /// The most redirects a registry request follows (a blob store, typically: one).
 const MAX_REDIRECTS: usize = 5;

@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::Secret;
 use oci_client::secrets::RegistryAuth;
 use serde::Deserialize;
 
-use crate::source::{SourceError, reasons};
+use crate::{SourceError, reasons};
 
 /// The Secret type of pull secrets.
 pub const DOCKER_CONFIG_JSON: &str = "kubernetes.io/dockerconfigjson";

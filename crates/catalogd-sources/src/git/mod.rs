@@ -25,8 +25,8 @@ use tokio::sync::Semaphore;
 use self::spec::{Transport, Want};
 use super::credentials::{HttpAuth, ca_bundle, http_auth, opted_in_secret};
 use super::{Fetched, SourceError, reasons, scope};
+use crate::Mode;
 use crate::budget::Reserve;
-use crate::source::Mode;
 
 /// The user name sent with a `token` (git hosts accept any with a token as the password).
 pub const TOKEN_USER: &str = "x-access-token";

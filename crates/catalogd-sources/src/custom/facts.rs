@@ -5,8 +5,8 @@
 
 use olm_api::catalog::{CustomSource as CustomSpec, ResolvedSource};
 
+use crate::Facts;
 use crate::poll::poll_interval;
-use crate::source::Facts;
 
 /// The facts of `spec`, given what was fetched for the served content.
 pub fn facts<'a>(spec: &CustomSpec, previous: Option<&'a ResolvedSource>) -> Facts<'a> {

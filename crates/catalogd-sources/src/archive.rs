@@ -159,9 +159,9 @@ pub(crate) fn resolve_links<E>(
 mod tests {
     use super::*;
 
-    use crate::source::test_tar::{file, gzip, symlink, tar};
+    use crate::test_tar::{file, gzip, symlink, tar};
 
-    fn tar_gz(entries: &[crate::source::test_tar::Entry<'_>]) -> Vec<u8> {
+    fn tar_gz(entries: &[crate::test_tar::Entry<'_>]) -> Vec<u8> {
         gzip(&tar(entries))
     }
 

@@ -25,8 +25,8 @@ use self::pod::{PodOptions, generator_pod, pod_name, resolve, spec_hash, token_s
 use self::runs::Runs;
 use self::verdict::{Verdict, verdict};
 use super::{Fetched, SourceError, reasons};
+use crate::Mode;
 use crate::budget::Reserve;
-use crate::source::Mode;
 
 /// The condition reason for a spec catalogd cannot act on.
 pub const INVALID_SPEC: &str = "InvalidSpec";
