@@ -145,7 +145,7 @@ fn paths(rest: &str) -> Vec<Vec<String>> {
 }
 
 /// The modules `file` (module `me`) names, as absolute paths within its crate.
-fn references(me: &Module, text: &str, is_dir_module: bool) -> Vec<Module> {
+fn references(me: &Module, text: &str) -> Vec<Module> {
     let code = code(text);
     let mut out = Vec::new();
     for (i, _) in code.match_indices("::") {
@@ -166,7 +166,6 @@ fn references(me: &Module, text: &str, is_dir_module: bool) -> Vec<Module> {
                 // `super` of a `mod.rs` is its folder's parent; of `a/b.rs`, `a`.
                 let mut base = me.clone();
                 base.pop();
-                let _ = is_dir_module;
                 base
             }
             _ => continue,
@@ -258,9 +257,8 @@ fn edges(src: &Path) -> BTreeMap<Module, BTreeSet<Module>> {
     let mut edges: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
     for (me, file) in &modules {
         let text = std::fs::read_to_string(file).unwrap();
-        let dir_module = file.ends_with("mod.rs");
         let entry = edges.entry(me.clone()).or_default();
-        for path in references(me, &text, dir_module) {
+        for path in references(me, &text) {
             let Some(target) = owner(&modules, &path) else {
                 continue;
             };
@@ -305,23 +303,16 @@ fn no_file_of_a_crate_is_used_back_by_a_file_it_uses() {
 fn the_checker_sees_a_circle_through_a_group_import_and_ignores_parents() {
     let a: Module = vec!["a".into()];
     let b: Module = vec!["b".into()];
-    let refs = references(&a, "use crate::{b::{self, Thing}, c};\n", false);
+    let refs = references(&a, "use crate::{b::{self, Thing}, c};\n");
     assert!(refs.contains(&vec!["b".to_owned(), "Thing".to_owned()]));
     assert!(refs.contains(&vec!["c".to_owned()]));
     let child: Module = vec!["a".into(), "x".into()];
     assert_eq!(
-        references(&child, "fn f() -> super::Error { todo() }\n", false),
+        references(&child, "fn f() -> super::Error { todo() }\n"),
         vec![vec!["a".to_owned(), "Error".to_owned()]]
     );
     // Comments and tests do not count.
-    assert!(
-        references(
-            &a,
-            "// crate::b::X\n#[cfg(test)]\nuse crate::b::Y;\n",
-            false
-        )
-        .is_empty()
-    );
+    assert!(references(&a, "// crate::b::X\n#[cfg(test)]\nuse crate::b::Y;\n").is_empty());
     let edges = BTreeMap::from([
         (a.clone(), BTreeSet::from([b.clone()])),
         (b.clone(), BTreeSet::from([a.clone()])),

@@ -194,50 +194,36 @@ pub fn plan(
         };
     }
 
-    match spec.type_ {
+    let previous_ref = previous.as_ref();
+    // Each remote source says what the plan needs to know of its spec.
+    let facts = match spec.type_ {
         // Reading ConfigMaps is cheap and their versions say whether anything changed.
-        SourceType::ConfigMaps => Plan::fetch(Fetch {
-            mode: previous.map_or(Mode::Full, Mode::Conditional),
-            announce: false,
-            next_poll: None,
-        }),
-        SourceType::Http => remote(
-            http::facts(&spec.http.clone().unwrap_or_default(), previous.as_ref()),
-            previous.clone(),
-            current,
-            status_stale,
-            status.observed_generation != generation,
-            now,
-        ),
-        SourceType::Image => remote(
-            image::facts::facts(&spec.image.clone().unwrap_or_default(), previous.as_ref()),
-            previous.clone(),
-            current,
-            status_stale,
-            status.observed_generation != generation,
-            now,
-        ),
-        SourceType::Git => remote(
-            git::facts::facts(
-                &spec.git.clone().unwrap_or_default(),
-                previous.as_ref(),
-                current,
-            ),
-            previous.clone(),
-            current,
-            status_stale,
-            status.observed_generation != generation,
-            now,
-        ),
-        SourceType::Custom => remote(
-            custom::facts::facts(&spec.custom.clone().unwrap_or_default(), previous.as_ref()),
-            previous.clone(),
-            current,
-            status_stale,
-            status.observed_generation != generation,
-            now,
-        ),
-    }
+        SourceType::ConfigMaps => {
+            return Plan::fetch(Fetch {
+                mode: previous.map_or(Mode::Full, Mode::Conditional),
+                announce: false,
+                next_poll: None,
+            });
+        }
+        SourceType::Http => http::facts(&spec.http.clone().unwrap_or_default(), previous_ref),
+        SourceType::Image => {
+            image::facts::facts(&spec.image.clone().unwrap_or_default(), previous_ref)
+        }
+        SourceType::Git => {
+            git::facts::facts(&spec.git.clone().unwrap_or_default(), previous_ref, current)
+        }
+        SourceType::Custom => {
+            custom::facts::facts(&spec.custom.clone().unwrap_or_default(), previous_ref)
+        }
+    };
+    remote(
+        facts,
+        previous.clone(),
+        current,
+        status_stale,
+        status.observed_generation != generation,
+        now,
+    )
 }
 
 /// The plan for a remote source, given what was fetched for the served content, whether the
