@@ -14,13 +14,15 @@ ensure_prereqs
 # each selected package, leaving the managers unbuilt on a fresh clone.
 cargo build --quiet --locked --bins -p olm-e2e -p catalogd -p operator-controller -p catalog-switcher
 dir=$PWD/target/demo/cluster
-tools/testbin/cluster.sh stop "$dir" >/dev/null 2>&1 || true
+# The control plane's supervisor (e2e/src/control_plane), built above with olm-e2e's binaries.
+cluster=target/debug/olm-cluster
+"$cluster" stop "$dir" >/dev/null 2>&1 || true
 if [ "${OLM_DEMO_KEEP:-0}" = 1 ]; then
-  tools/testbin/cluster.sh start "$dir" --crds config/crd
+  "$cluster" start "$dir" --crds config/crd
 else
   # The control plane lives as long as this script holds its stdin: however the script ends,
   # the pipe closes and the supervisor stops everything it started.
-  coproc CLUSTER { exec tools/testbin/cluster.sh run "$dir" --crds config/crd; }
+  coproc CLUSTER { exec "$cluster" run "$dir" --crds config/crd; }
   ready=""
   while IFS= read -r line <&"${CLUSTER[0]}"; do
     if [ "$line" = ready ]; then ready=1; break; fi
@@ -36,5 +38,5 @@ HELM_BIN=$HELM_BIN target/debug/olm-demo config/samples
 echo
 if [ "${OLM_DEMO_KEEP:-0}" = 1 ]; then
   echo "The control plane keeps running (the managers stopped with the demo): export KUBECONFIG=$KUBECONFIG"
-  echo "Stop it with: tools/testbin/cluster.sh stop $dir"
+  echo "Stop it with: $cluster stop $dir"
 fi

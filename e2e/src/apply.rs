@@ -15,8 +15,13 @@ pub const FIELD_MANAGER: &str = "olm-rs-e2e";
 
 /// Applies every CRD of olm-rs and waits until each is established.
 pub async fn install_crds(client: &Client) -> Result<()> {
+    apply_crds(client, olm_api::crds::all()).await
+}
+
+/// Applies `crds` and waits until each is established.
+pub async fn apply_crds(client: &Client, crds: Vec<CustomResourceDefinition>) -> Result<()> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in olm_api::crds::all() {
+    for crd in crds {
         let name = crd.name_any();
         api.patch(
             &name,

@@ -1,5 +1,5 @@
 //! One control plane per test process: started on first use, stopped when the process exits
-//! (however it exits: see [`crate::process`] and `tools/testbin/cluster.py`).
+//! (however it exits: see [`crate::process`] and [`crate::control_plane`]).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -113,12 +113,12 @@ fn start() -> Result<Cluster> {
         "--crds".to_owned(),
         root.join("config/crd").display().to_string(),
     ];
-    let mut child =
-        crate::process::spawn_tethered(&root.join("tools/testbin/cluster.sh"), &args, |c| {
-            c.stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(stderr);
-        })?;
+    let supervisor = crate::manager::binary("olm-cluster")?;
+    let mut child = crate::process::spawn_tethered(&supervisor, &args, |c| {
+        c.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(stderr);
+    })?;
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         return Err(Error::Cluster(
             "the supervisor has no stdin or stdout".into(),
@@ -202,20 +202,18 @@ fn prune_old_runs(base: &Path, current: &Path) {
 
 /// Whether a supervisor (or a test process, see [`hold_dir`]) still holds the folder's lock.
 pub fn is_running(dir: &Path) -> bool {
-    ["supervisor.lock", "harness.lock"].iter().any(|name| {
-        std::fs::File::open(dir.join(name)).is_ok_and(|f| match f.try_lock_shared() {
-            Ok(()) => false,
-            Err(std::fs::TryLockError::WouldBlock) => true,
-            Err(std::fs::TryLockError::Error(_)) => false,
-        })
-    })
+    crate::control_plane::folder::is_held(dir)
+        || crate::control_plane::folder::is_locked(&dir.join(HARNESS_LOCK))
 }
+
+/// Held by a test process that uses a folder of `target/e2e` (see [`hold_dir`]).
+const HARNESS_LOCK: &str = "harness.lock";
 
 /// Marks `dir` as in use by this process for as long as it runs (a lock released when the
 /// process exits), so [`prune_old_runs`] leaves it alone.
 pub fn hold_dir(dir: &Path) -> Result<()> {
     static HELD: OnceLock<Mutex<Vec<std::fs::File>>> = OnceLock::new();
-    let path = dir.join("harness.lock");
+    let path = dir.join(HARNESS_LOCK);
     let file = std::fs::File::create(&path).map_err(|source| Error::Io {
         path: path.display().to_string(),
         source,

@@ -1,8 +1,8 @@
 //! End-to-end harness of olm-rs.
 //!
 //! * [`cluster`] starts one real control plane per test process (etcd, kube-apiserver,
-//!   kube-controller-manager, kube-scheduler, via `tools/testbin/cluster.sh`), or reuses the one
-//!   named by `OLM_E2E_KUBECONFIG`, and installs the CRDs.
+//!   kube-controller-manager, kube-scheduler, supervised by the `olm-cluster` binary of
+//!   [`control_plane`]), or reuses the one named by `OLM_E2E_KUBECONFIG`, and installs the CRDs.
 //! * [`context::TestContext`] gives each test a client and its own namespace.
 //! * [`process`], [`tls`], [`serve`], [`git`], [`ssh`], [`registry`], [`images`] and
 //!   [`memory`] are olm-testkit's fixtures (no cluster needed), re-exported.
@@ -16,6 +16,7 @@ pub mod catalogs;
 pub mod chart;
 pub mod cluster;
 pub mod context;
+pub mod control_plane;
 pub mod helm;
 pub mod kubelet;
 pub mod manager;

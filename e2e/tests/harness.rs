@@ -211,3 +211,83 @@ fn a_control_plane_that_fails_half_way_leaves_nothing_and_says_why() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+/// `olm-cluster` itself, as the demo's `OLM_DEMO_KEEP=1` and a developer run it.
+fn olm_cluster(args: &[&str]) -> std::process::Output {
+    Command::new(olm_e2e::manager::binary("olm-cluster").unwrap())
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_started_control_plane_outlives_its_shell_until_stopped() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = run_dir("detached");
+    let path = dir.display().to_string();
+    let crds = olm_e2e::repo_root().join("config/crd");
+    let started = olm_cluster(&["start", &path, "--crds", &crds.display().to_string()]);
+    let said = String::from_utf8_lossy(&started.stderr);
+    assert!(started.status.success(), "start failed: {said}");
+    // `start` has returned: the control plane runs on without it, its CRDs applied.
+    let running = processes_in(&dir);
+    assert!(
+        running.iter().any(|p| p.contains("kube-apiserver")),
+        "nothing runs after start: {said}"
+    );
+    let kubeconfig = dir.join("kubeconfig");
+    olm_e2e::install_crypto_provider();
+    let crd_count = olm_e2e::cluster::run_blocking(async move {
+        let client = olm_e2e::cluster::client_for(&kubeconfig).await.unwrap();
+        let api: kube::Api<
+            k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+        > = kube::Api::all(client);
+        api.list(&Default::default()).await.unwrap().items.len()
+    })
+    .unwrap();
+    assert_eq!(crd_count, olm_api::crds::all().len());
+    // A second start in the same folder is refused, and leaves the first alone.
+    let again = olm_cluster(&["start", &path]);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already runs"));
+
+    let stopped = olm_cluster(&["stop", &path]);
+    assert!(
+        stopped.status.success(),
+        "stop failed: {}",
+        String::from_utf8_lossy(&stopped.stderr)
+    );
+    // `stop` returns once the supervisor has cleaned up (the supervisor's own process may
+    // still be exiting).
+    assert_eq!(leftovers(&dir), Vec::<String>::new());
+    assert_nothing_left(&dir);
+}
+
+#[test]
+fn a_supervisor_signalled_over_and_over_while_it_stops_still_cleans_up() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = run_dir("signalled");
+    let mut supervisor = Command::new(olm_e2e::manager::binary("olm-cluster").unwrap())
+        .arg("run")
+        .arg(&dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = BufReader::new(supervisor.stdout.take().unwrap());
+    let ready = stdout.lines().map_while(Result::ok).any(|l| l == "ready");
+    assert!(ready, "the control plane did not start");
+    // What a dying owner does: its end of the pipe closes and the parent-death SIGTERM comes
+    // at the same moment; here SIGTERM keeps coming for as long as the supervisor runs.
+    drop(supervisor.stdin.take());
+    let mut sent = 0;
+    while olm_e2e::process::signal(&mut supervisor, "TERM").unwrap() {
+        sent += 1;
+        // Spacing the signals out over the whole clean-up.
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(sent > 1, "the supervisor exited before a second signal");
+    assert_nothing_left(&dir);
+}

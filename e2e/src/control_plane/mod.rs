@@ -1,0 +1,119 @@
+//! The local control plane of the tests and the demo: etcd, kube-apiserver,
+//! kube-controller-manager and kube-scheduler as plain processes on 127.0.0.1, on free ports,
+//! with a throw-away PKI, supervised by the `olm-cluster` binary (`tools/testbin/cluster.sh`
+//! builds and runs it). The binaries come from `tools/testbin/build.sh` (a Go build, cached by
+//! version).
+//!
+//! * `olm-cluster run DIR [--crds CRD_DIR]` runs the control plane in the foreground as its
+//!   [`supervisor`]: it prints `ready` on stdout once it is up (`DIR/env` then holds shell
+//!   assignments: `KUBECONFIG`, `OLM_E2E_API_URL`, ...), and stops it when its stdin reaches
+//!   end of file or reads a `stop` line, or on SIGTERM, SIGINT or SIGHUP ([`stop`]). Whoever
+//!   holds the write end of its stdin owns the cluster: when that process dies, for whatever
+//!   reason, the pipe closes and the cluster stops. CRDs in `CRD_DIR` are applied before the
+//!   controller manager starts, so its garbage collector knows their kinds from its first
+//!   discovery (it reads discovery again only every 30 s).
+//! * `olm-cluster start DIR [--crds CRD_DIR]` and `olm-cluster stop DIR`: the same supervisor,
+//!   [`detached`] from the shell.
+//!
+//! Leak-free by construction: stop requests (signals included) are messages, never
+//! interruptions, so the clean-up always runs to its end; every component dies with the
+//! supervisor ([`children`]); a stop, or a start that fails half way, removes everything in
+//! `DIR` but `DIR/logs` ([`folder`]).
+
+pub mod children;
+pub mod components;
+pub mod detached;
+pub mod folder;
+pub mod kubeconfig;
+pub mod pki;
+pub mod stop;
+pub mod supervisor;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The command line of `olm-cluster`.
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "olm-cluster",
+    about = "A real local Kubernetes control plane for the tests and the demo of olm-rs"
+)]
+pub enum Command {
+    /// Runs the control plane in the foreground until its stdin closes or says `stop`.
+    Run {
+        /// The folder of this control plane (its logs are kept there).
+        dir: PathBuf,
+        /// CRDs to apply (every `*.yaml` file) before the controller manager starts.
+        #[arg(long)]
+        crds: Option<PathBuf>,
+        /// Stop when `stop` is written to DIR/control instead of reading stdin (how `start`
+        /// runs it).
+        #[arg(long, hide = true)]
+        detached: bool,
+    },
+    /// Runs the control plane detached and returns once it is ready.
+    Start {
+        /// The folder of this control plane (its logs are kept there).
+        dir: PathBuf,
+        /// CRDs to apply (every `*.yaml` file) before the controller manager starts.
+        #[arg(long)]
+        crds: Option<PathBuf>,
+    },
+    /// Stops the control plane `start` started in DIR, and waits until it has stopped.
+    Stop {
+        /// The folder of the control plane.
+        dir: PathBuf,
+    },
+}
+
+/// Runs `command`; the process's exit code.
+pub fn main(command: Command) -> u8 {
+    crate::install_crypto_provider();
+    let (dir, crds) = match &command {
+        Command::Run { dir, crds, .. } | Command::Start { dir, crds } => (dir, crds.as_deref()),
+        Command::Stop { dir } => (dir, None),
+    };
+    let crds = crds.map(|c| std::path::absolute(c).map_err(folder::io_error(c)));
+    let (dir, crds) = match (folder_of(dir), crds.transpose()) {
+        (Ok(dir), Ok(crds)) => (dir, crds),
+        (Err(e), _) | (_, Err(e)) => {
+            log(&e.to_string());
+            return 2;
+        }
+    };
+    match command {
+        Command::Run { detached, .. } => {
+            let owner = if detached {
+                stop::Owner::ControlFile(dir.join(folder::CONTROL))
+            } else {
+                stop::Owner::Stdin
+            };
+            // Signals and child processes are handled from this one thread (see `children`).
+            match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime.block_on(supervisor::run(&dir, crds.as_deref(), owner)),
+                Err(e) => {
+                    log(&format!("a runtime: {e}"));
+                    1
+                }
+            }
+        }
+        Command::Start { .. } => detached::start(&dir, crds.as_deref()),
+        Command::Stop { .. } => detached::stop(&dir),
+    }
+}
+
+/// The control plane's folder, created if missing, as an absolute path (the components are
+/// told where their files are by absolute paths).
+fn folder_of(path: &Path) -> crate::Result<PathBuf> {
+    std::fs::create_dir_all(path).map_err(folder::io_error(path))?;
+    std::path::absolute(path).map_err(folder::io_error(path))
+}
+
+/// One line on stderr, as every line of the supervisor's log (an stderr that is gone is no
+/// reason to stop half way: eprintln! would panic).
+pub fn log(message: &str) {
+    let _ = writeln!(std::io::stderr(), "cluster: {message}");
+}

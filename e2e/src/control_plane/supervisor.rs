@@ -1,0 +1,350 @@
+//! `olm-cluster run`: the supervisor. It starts the components one after the other, says
+//! `ready`, waits until asked to stop, then stops them and removes everything it wrote but
+//! the logs. A start that fails half way, or is asked to stop, ends the same way.
+
+use std::future::Future;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Api;
+
+use super::children::Children;
+use super::components::{self, Binaries, Ports};
+use super::folder::{self, io_error};
+use super::stop::{Owner, Requests};
+use super::{kubeconfig, log, pki::Pki};
+use crate::{Error, Result};
+
+/// How often a wait looks again.
+const POLL: Duration = Duration::from_millis(200);
+
+/// How lines of a component's log a failure shows.
+const TAIL_LINES: usize = 30;
+
+/// Runs the control plane in `dir` until asked to stop; the process's exit code (0 when it
+/// was up and stopped as asked).
+pub async fn run(dir: &Path, crds: Option<&Path>, owner: Owner) -> u8 {
+    let lock = match folder::Lock::take(dir) {
+        Ok(Some(lock)) => lock,
+        Ok(None) => {
+            log(&format!(
+                "a control plane already runs in {} (stop it with: olm-cluster stop {0})",
+                dir.display()
+            ));
+            return 1;
+        }
+        Err(e) => {
+            log(&e.to_string());
+            return 1;
+        }
+    };
+    if matches!(owner, Owner::Stdin) {
+        // A control file left by a detached run would make `stop` think this one reads it.
+        let _ = std::fs::remove_file(dir.join(folder::CONTROL));
+    }
+    let logs = dir.join(folder::LOGS);
+    let clean_up = CleanUp {
+        dir,
+        children: Children::new(&logs),
+        lock: Some(lock),
+    };
+    // Clean-up is armed (signals are requests, see `stop`; the guard runs even on a panic)
+    // before anything starts.
+    match Requests::listen(owner) {
+        Ok(mut requests) => supervise(dir, crds, &clean_up.children, &mut requests).await,
+        Err(e) => {
+            log(&e.to_string());
+            1
+        }
+    }
+}
+
+/// Stops the components and removes what the supervisor wrote, when dropped: however
+/// [`run`] ends.
+struct CleanUp<'a> {
+    dir: &'a Path,
+    children: Children,
+    lock: Option<folder::Lock>,
+}
+
+impl Drop for CleanUp<'_> {
+    fn drop(&mut self) {
+        self.children.stop_all();
+        if let Err(e) = folder::remove_all_but(self.dir, &[folder::LOGS, folder::LOCK]) {
+            log(&format!("cleaning up: {e}"));
+        }
+        if self.children.any() {
+            log(&format!(
+                "stopped; logs kept in {}",
+                self.dir.join(folder::LOGS).display()
+            ));
+        }
+        // Last: a waiting `stop` returns once the lock is gone.
+        if let Some(lock) = self.lock.take() {
+            lock.release();
+        }
+    }
+}
+
+/// Starts the control plane and waits for a stop request; the exit code.
+async fn supervise(
+    dir: &Path,
+    crds: Option<&Path>,
+    children: &Children,
+    requests: &mut Requests,
+) -> u8 {
+    // Leftovers of an earlier run; `control` is where a detached supervisor is asked to stop.
+    let prepared = folder::remove_all_but(dir, &[folder::LOGS, folder::LOCK, folder::CONTROL])
+        .and_then(|()| {
+            let logs = dir.join(folder::LOGS);
+            std::fs::create_dir_all(&logs).map_err(io_error(&logs))
+        });
+    if let Err(e) = prepared {
+        log(&e.to_string());
+        return 1;
+    }
+    let step = Step::default();
+    let started = tokio::select! {
+        started = start(dir, crds, children, &step) => started,
+        (name, status) = children.first_exit() => Err(Error::Cluster(format!(
+            "{name} exited ({status}) while waiting for {}; last lines of {}:\n{}",
+            step.current(),
+            children.log(name).display(),
+            children.tail(name, TAIL_LINES),
+        ))),
+        why = requests.requested() => {
+            log(&format!("stopping while waiting for {}: {why}", step.current()));
+            return 1;
+        }
+    };
+    if let Err(e) = started {
+        log(&e.to_string());
+        return 1;
+    }
+    // Not println!: it panics when the owner has closed the pipe, and a panic would skip the
+    // clean-up.
+    let _ = writeln!(std::io::stdout(), "ready");
+    let ready = dir.join(folder::READY);
+    if let Err(e) = std::fs::write(&ready, "") {
+        log(&format!("{}: {e}", ready.display()));
+    }
+    let why = requests.requested().await;
+    log(&format!("stopping: {why}"));
+    0
+}
+
+/// What the start waits for, for messages.
+#[derive(Debug, Default)]
+struct Step(Mutex<String>);
+
+impl Step {
+    fn set(&self, what: &str) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = what.to_owned();
+    }
+
+    fn current(&self) -> String {
+        let what = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if what.is_empty() {
+            "the binaries".to_owned()
+        } else {
+            what.clone()
+        }
+    }
+}
+
+/// Waits until `check` says yes, looking every [`POLL`] for at most `seconds`.
+async fn wait_until<F, Fut>(step: &Step, what: &str, seconds: u64, check: F) -> Result<()>
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    step.set(what);
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    while !check().await {
+        if Instant::now() >= deadline {
+            return Err(Error::Cluster(format!(
+                "{what} was not ready within {seconds} s"
+            )));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    Ok(())
+}
+
+/// Starts every component in order and writes `env`.
+async fn start(dir: &Path, crds: Option<&Path>, children: &Children, step: &Step) -> Result<()> {
+    let bins = binaries().await?;
+    let started = Instant::now();
+    let pki = Pki::generate()?;
+    pki.write(&dir.join("pki"))?;
+    let ports = Ports::free()?;
+    let policy = dir.join("audit-policy.yaml");
+    std::fs::write(&policy, components::AUDIT_POLICY).map_err(io_error(&policy))?;
+    let http = reqwest::Client::builder()
+        // The components serve with certificates of their own: this only asks "are you up?".
+        .tls_danger_accept_invalid_certs(true)
+        .timeout(Duration::from_secs(5))
+        .build()
+        .map_err(|e| Error::Cluster(format!("an HTTP client: {e}")))?;
+    let healthy = |url: String| {
+        let http = http.clone();
+        async move {
+            http.get(url)
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success())
+        }
+    };
+
+    children.start(components::etcd(&bins, &ports, dir))?;
+    let etcd = format!("http://127.0.0.1:{}/health", ports.etcd);
+    wait_until(step, "etcd", 30, || healthy(etcd.clone())).await?;
+
+    children.start(components::apiserver(
+        &bins,
+        &ports,
+        dir,
+        &components::extra_apiserver_args(),
+    ))?;
+    let server = format!("https://127.0.0.1:{}", ports.api);
+    let kubeconfig_path = dir.join(folder::KUBECONFIG);
+    kubeconfig::write(&kubeconfig::admin(&server, &pki), &kubeconfig_path)?;
+    let client = crate::cluster::client_for(&kubeconfig_path).await?;
+    wait_until(step, "kube-apiserver /readyz", 90, || readyz(&client)).await?;
+    log(&format!(
+        "kube-apiserver ready on {server} after {}s",
+        started.elapsed().as_secs()
+    ));
+
+    if let Some(crds) = crds {
+        step.set("the CRDs to be established");
+        crate::apply::apply_crds(&client, crds_in(crds)?).await?;
+        log(&format!("the CRDs of {} are established", crds.display()));
+    }
+
+    children.start(components::controller_manager(&bins, &ports, dir))?;
+    children.start(components::scheduler(&bins, &ports, dir))?;
+    let kcm = format!("https://127.0.0.1:{}/healthz", ports.controller_manager);
+    wait_until(step, "kube-controller-manager", 60, || healthy(kcm.clone())).await?;
+    let sched = format!("https://127.0.0.1:{}/healthz", ports.scheduler);
+    wait_until(step, "kube-scheduler", 60, || healthy(sched.clone())).await?;
+    // The serviceaccount controller creating `default` shows the controllers really run.
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "default");
+    wait_until(step, "serviceaccount default/default", 60, || async {
+        accounts
+            .get_opt("default")
+            .await
+            .is_ok_and(|sa| sa.is_some())
+    })
+    .await?;
+
+    let version = client
+        .apiserver_version()
+        .await
+        .map_err(crate::kube_err("reading /version"))?
+        .git_version;
+    let env = env_file(&kubeconfig_path, &server, &version, dir, &bins);
+    let env_path = dir.join(folder::ENV);
+    std::fs::write(&env_path, env).map_err(io_error(&env_path))?;
+    log(&format!(
+        "control plane {version} up in {}s; kubeconfig: {}",
+        started.elapsed().as_secs(),
+        kubeconfig_path.display()
+    ));
+    Ok(())
+}
+
+async fn readyz(client: &kube::Client) -> bool {
+    let Ok(request) = http::Request::get("/readyz").body(Vec::new()) else {
+        return false;
+    };
+    client
+        .request_text(request)
+        .await
+        .is_ok_and(|body| body == "ok")
+}
+
+/// The binaries, built (or found in the cache) by `tools/testbin/build.sh`.
+async fn binaries() -> Result<Binaries> {
+    let script = crate::repo_root().join("tools/testbin/build.sh");
+    let out = tokio::process::Command::new(&script)
+        .arg("all")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        // Its progress goes to the supervisor's log.
+        .stderr(std::process::Stdio::inherit())
+        // A stop request during a build ends the build too.
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| Error::Cluster(format!("running {}: {e}", script.display())))?
+        .wait_with_output()
+        .await
+        .map_err(|e| Error::Cluster(format!("running {}: {e}", script.display())))?;
+    if !out.status.success() {
+        return Err(Error::Cluster(format!(
+            "{} failed ({})",
+            script.display(),
+            out.status
+        )));
+    }
+    Binaries::parse(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// Every CRD in the YAML files of `dir`, in file-name order.
+fn crds_in(dir: &Path) -> Result<Vec<CustomResourceDefinition>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(io_error(dir))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    let mut crds = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).map_err(io_error(&file))?;
+        let docs: Vec<CustomResourceDefinition> = serde_saphyr::from_multiple(&text)
+            .map_err(|e| Error::Document(format!("{}: {e}", file.display())))?;
+        crds.extend(docs);
+    }
+    Ok(crds)
+}
+
+/// `DIR/env`: shell assignments for the control plane's users (the demo sources it).
+pub fn env_file(
+    kubeconfig: &Path,
+    server: &str,
+    version: &str,
+    dir: &Path,
+    bins: &Binaries,
+) -> String {
+    format!(
+        "KUBECONFIG={}\nOLM_E2E_API_URL={server}\nOLM_E2E_API_VERSION={version}\n\
+         OLM_E2E_CLUSTER_DIR={}\nOLM_E2E_HELM={}\n",
+        kubeconfig.display(),
+        dir.display(),
+        bins.helm.join("helm").display()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn the_committed_crds_are_read_from_their_folder() {
+        let crds = crds_in(&crate::repo_root().join("config/crd")).unwrap();
+        let names: Vec<_> = crds.iter().map(kube::ResourceExt::name_any).collect();
+        assert_eq!(names.len(), olm_api::crds::all().len(), "{names:?}");
+        assert!(names.contains(&"catalogs.catalogd.operatorframework.io".to_owned()));
+    }
+}
