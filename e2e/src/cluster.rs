@@ -113,7 +113,7 @@ fn start() -> Result<Cluster> {
         "--crds".to_owned(),
         root.join("config/crd").display().to_string(),
     ];
-    let supervisor = crate::manager::binary("olm-cluster")?;
+    let supervisor = crate::binary("olm-cluster")?;
     let mut child = crate::process::spawn_tethered(&supervisor, &args, |c| {
         c.stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -43,6 +43,32 @@ pub fn repo_root() -> PathBuf {
     manifest.parent().map(PathBuf::from).unwrap_or(manifest)
 }
 
+/// Names a folder holding the manager binaries to run instead of `target/debug`.
+pub const BIN_DIR_ENV: &str = "OLM_E2E_BIN_DIR";
+
+/// The binary of a workspace package, built by `cargo build --workspace` (hack/test.sh does it
+/// before the tests).
+pub fn binary(name: &str) -> Result<PathBuf> {
+    // OLM_E2E_BIN_DIR: another build of the managers (the scale benchmark runs release ones).
+    let dir = std::env::var_os(BIN_DIR_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            std::env::var_os("CARGO_TARGET_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| repo_root().join("target"))
+                .join("debug")
+        });
+    let path = dir.join(name);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(Error::Cluster(format!(
+            "{} is not built; run `cargo build --workspace --bins` first",
+            path.display()
+        )))
+    }
+}
+
 /// Errors of the harness.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

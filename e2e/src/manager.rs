@@ -42,32 +42,6 @@ pub fn free_ports() -> Result<(u16, u16)> {
     Ok((port(&a)?, port(&b)?))
 }
 
-/// Names a folder holding the manager binaries to run instead of `target/debug`.
-pub const BIN_DIR_ENV: &str = "OLM_E2E_BIN_DIR";
-
-/// The binary of a workspace package, built by `cargo build --workspace` (hack/test.sh does it
-/// before the tests).
-pub fn binary(name: &str) -> Result<PathBuf> {
-    // OLM_E2E_BIN_DIR: another build of the managers (the scale benchmark runs release ones).
-    let dir = std::env::var_os(BIN_DIR_ENV)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            std::env::var_os("CARGO_TARGET_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| repo_root().join("target"))
-                .join("debug")
-        });
-    let path = dir.join(name);
-    if path.is_file() {
-        Ok(path)
-    } else {
-        Err(Error::Cluster(format!(
-            "{} is not built; run `cargo build --workspace --bins` first",
-            path.display()
-        )))
-    }
-}
-
 /// Writes a kubeconfig that authenticates as `namespace/service_account` (which must exist)
 /// with a one-day token from a TokenRequest.
 pub async fn token_kubeconfig(
@@ -434,7 +408,7 @@ pub(crate) fn launch(
     dir: &Path,
     admin_url: &str,
 ) -> Result<Manager> {
-    let manager = spawn(&binary(binary_name)?, args, kubeconfig, log, dir)?;
+    let manager = spawn(&crate::binary(binary_name)?, args, kubeconfig, log, dir)?;
     wait_ready(&format!("{admin_url}/readyz"), &manager)?;
     Ok(manager)
 }

@@ -163,7 +163,7 @@ pub fn explain(
     oc: &crate::manager::OperatorController,
     args: &[&str],
 ) -> Result<std::process::Output> {
-    let binary = crate::manager::binary("operator-controller")?;
+    let binary = crate::binary("operator-controller")?;
     std::process::Command::new(&binary)
         .arg("explain")
         .args(args)

@@ -214,7 +214,7 @@ fn a_control_plane_that_fails_half_way_leaves_nothing_and_says_why() {
 
 /// `olm-cluster` itself, as the demo's `OLM_DEMO_KEEP=1` and a developer run it.
 fn olm_cluster(args: &[&str]) -> std::process::Output {
-    Command::new(olm_e2e::manager::binary("olm-cluster").unwrap())
+    Command::new(olm_e2e::binary("olm-cluster").unwrap())
         .args(args)
         .stdin(Stdio::null())
         .output()
@@ -268,7 +268,7 @@ fn a_started_control_plane_outlives_its_shell_until_stopped() {
 fn a_supervisor_signalled_over_and_over_while_it_stops_still_cleans_up() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = run_dir("signalled");
-    let mut supervisor = Command::new(olm_e2e::manager::binary("olm-cluster").unwrap())
+    let mut supervisor = Command::new(olm_e2e::binary("olm-cluster").unwrap())
         .arg("run")
         .arg(&dir)
         .stdin(Stdio::piped())

@@ -11,12 +11,13 @@ use k8s_openapi::api::events::v1::Event;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use olm_api::catalog::Catalog;
+use olm_e2e::binary;
 use olm_e2e::catalogs::{
     create_catalog, metric, status, unpacked_message, wait_reason, wait_unpacked,
 };
 use olm_e2e::context::TestContext;
 use olm_e2e::kubelet::{FORGE_TOKEN_ENV, FakeKubelet};
-use olm_e2e::manager::{OLM_NAMESPACE, binary, catalogd};
+use olm_e2e::manager::{OLM_NAMESPACE, catalogd};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 

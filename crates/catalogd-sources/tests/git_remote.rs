@@ -7,11 +7,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use catalogd::source::SourceError;
-use catalogd::source::git::remote::{self, Remote};
-use catalogd::source::git::spec::Want;
-use catalogd::source::git::tree;
-use catalogd::source::network::NetworkPolicy;
+use catalogd_sources::SourceError;
+use catalogd_sources::git::remote::{self, Remote};
+use catalogd_sources::git::spec::Want;
+use catalogd_sources::git::tree;
+use catalogd_sources::network::NetworkPolicy;
 use gix::ObjectId;
 use olm_testkit::git::{GitCredentials, GitServer};
 
@@ -68,7 +68,7 @@ async fn fetch_files(
 /// A git server over a temporary folder (kept while the folder lives), and a folder for
 /// scratch repositories.
 async fn serve(credentials: Option<GitCredentials>) -> (tempfile::TempDir, PathBuf, GitServer) {
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    olm_testkit::install_crypto_provider();
     let dir = tempfile::tempdir().unwrap();
     let scratch = dir.path().join("scratch");
     let server = GitServer::start(&dir.path().join("repos"), credentials)
@@ -264,7 +264,7 @@ async fn huge_packs_and_silent_servers_are_given_up_on() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ssh_repositories_need_a_known_host_and_an_accepted_key() {
-    use catalogd::source::git::ssh::SshAuth;
+    use catalogd_sources::git::ssh::SshAuth;
     use olm_testkit::ssh::SshServer;
 
     let (dir, scratch, server) = serve(None).await;

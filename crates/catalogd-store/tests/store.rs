@@ -7,7 +7,7 @@ use std::fs;
 use std::io::Read;
 use std::path::Path;
 
-use catalogd::store::{ALL_JSON, ALL_JSON_GZ, Encoding, OWNER, Rendered, Store, StoreError};
+use catalogd_store::store::{ALL_JSON, ALL_JSON_GZ, Encoding, OWNER, Rendered, Store, StoreError};
 use olm_resolver::fbc::{Fbc, load_files};
 use serde_json::Value;
 

@@ -11,11 +11,11 @@ use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use catalogd::source::image::client::{self, Credentials};
-use catalogd::source::image::errors::{Offered, PullError};
-use catalogd::source::image::registry::{Access, Registries, RegistryOptions};
-use catalogd::source::network::NetworkPolicy;
-use catalogd::source::reasons;
+use catalogd_sources::image::client::{self, Credentials};
+use catalogd_sources::image::errors::{Offered, PullError};
+use catalogd_sources::image::registry::{Access, Registries, RegistryOptions};
+use catalogd_sources::network::NetworkPolicy;
+use catalogd_sources::reasons;
 use oci_client::Reference;
 
 const MANIFEST: &str = r#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:00","size":2},"layers":[]}"#;
@@ -97,7 +97,7 @@ async fn start() -> (Hostile, u16) {
 }
 
 fn registries() -> Registries {
-    olm_runtime::install_crypto_provider();
+    olm_testkit::install_crypto_provider();
     Registries::new(RegistryOptions {
         insecure_registries: Vec::new(),
         ca_pem: None,
@@ -141,7 +141,7 @@ fn credentials(hosts: &str) -> Credentials {
         metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
             annotations: Some(
                 [(
-                    catalogd::source::scope::HOSTS_ANNOTATION.to_owned(),
+                    catalogd_sources::scope::HOSTS_ANNOTATION.to_owned(),
                     hosts.to_owned(),
                 )]
                 .into(),

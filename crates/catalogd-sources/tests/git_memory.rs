@@ -8,9 +8,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use catalogd::source::git::remote::{self, Remote};
-use catalogd::source::git::spec::Want;
-use catalogd::source::network::NetworkPolicy;
+use catalogd_sources::git::remote::{self, Remote};
+use catalogd_sources::git::spec::Want;
+use catalogd_sources::network::NetworkPolicy;
 use olm_testkit::git::GitServer;
 
 /// The chart's --max-content-bytes.
@@ -20,7 +20,7 @@ const MAX_RISE_KIB: u64 = 64 << 10;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_small_pack_declaring_a_huge_object_is_refused_without_allocating_it() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    olm_testkit::install_crypto_provider();
     let dir = tempfile::tempdir().unwrap();
     let server = GitServer::start(&dir.path().join("repos"), None)
         .await
