@@ -1,0 +1,163 @@
+//! The applied set as a Kubernetes ApplySet (KEP-3659, the convention `kubectl apply --prune
+//! --applyset` reads): the BundleDeployment is the parent; every member carries
+//! `applyset.kubernetes.io/part-of: <id>`; the parent records which group-kinds and
+//! namespaces the set spans, so what to prune is found by listing those alone.
+
+use std::collections::BTreeSet;
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use sha2::{Digest, Sha256};
+
+use crate::object::Key;
+
+/// The member label; its value is the parent's id.
+pub const PART_OF: &str = "applyset.kubernetes.io/part-of";
+/// The parent's id label.
+pub const ID: &str = "applyset.kubernetes.io/id";
+/// The parent's tooling annotation (`<tool>/<version>`): tools leave others' sets alone.
+pub const TOOLING: &str = "applyset.kubernetes.io/tooling";
+/// The parent's annotation listing the members' group-kinds (`Kind.group`, `Kind` for core).
+pub const GROUP_KINDS: &str = "applyset.kubernetes.io/contains-group-kinds";
+/// The parent's annotation listing namespaces of members beyond its own (a cluster-scoped
+/// parent has none of its own, so every member namespace is listed).
+pub const NAMESPACES: &str = "applyset.kubernetes.io/additional-namespaces";
+/// Our tooling value.
+pub const OUR_TOOLING: &str = "olm-provisioner/v1";
+/// The label on a CRD that lets kubectl take its custom resources as ApplySet parents.
+pub const PARENT_TYPE: &str = "applyset.kubernetes.io/is-parent-type";
+
+/// The id of the set whose parent is `name` in `namespace` (`""` when cluster-scoped) of
+/// `kind` in `group`: `applyset-<base64url(sha256("name.namespace.kind.group"))>-v1`.
+pub fn id(name: &str, namespace: &str, kind: &str, group: &str) -> String {
+    let digest = Sha256::digest(format!("{name}.{namespace}.{kind}.{group}"));
+    format!("applyset-{}-v1", URL_SAFE_NO_PAD.encode(digest))
+}
+
+/// A group-kind as the annotation writes it.
+pub fn group_kind(group: &str, kind: &str) -> String {
+    if group.is_empty() {
+        kind.to_owned()
+    } else {
+        format!("{kind}.{group}")
+    }
+}
+
+/// What the parent records of a set: its group-kinds and its members' namespaces.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Spans {
+    /// `Kind.group` of every member.
+    pub group_kinds: BTreeSet<String>,
+    /// Every namespace a member is in.
+    pub namespaces: BTreeSet<String>,
+}
+
+impl Spans {
+    /// The spans of a set of members (their namespaces as they will be applied).
+    pub fn of<'a>(members: impl IntoIterator<Item = &'a Key>) -> Spans {
+        let mut spans = Spans::default();
+        for key in members {
+            spans.group_kinds.insert(group_kind(&key.group, &key.kind));
+            if let Some(ns) = &key.namespace {
+                spans.namespaces.insert(ns.clone());
+            }
+        }
+        spans
+    }
+
+    /// The two annotation values (sorted, comma-separated).
+    pub fn annotations(&self) -> [(&'static str, String); 2] {
+        let join = |set: &BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>().join(",");
+        [
+            (GROUP_KINDS, join(&self.group_kinds)),
+            (NAMESPACES, join(&self.namespaces)),
+        ]
+    }
+
+    /// The spans a parent's annotations record (missing ones: empty).
+    pub fn parse(group_kinds: Option<&str>, namespaces: Option<&str>) -> Spans {
+        let split = |v: Option<&str>| {
+            v.unwrap_or_default()
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect()
+        };
+        Spans {
+            group_kinds: split(group_kinds),
+            namespaces: split(namespaces),
+        }
+    }
+
+    /// Both spans together: what must be listed to find every member of an old set and a new
+    /// one (pruning lists the union, so that nothing recorded by either is missed).
+    pub fn union(&self, other: &Spans) -> Spans {
+        Spans {
+            group_kinds: self
+                .group_kinds
+                .union(&other.group_kinds)
+                .cloned()
+                .collect(),
+            namespaces: self.namespaces.union(&other.namespaces).cloned().collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(group: &str, kind: &str, namespace: Option<&str>, name: &str) -> Key {
+        Key {
+            group: group.into(),
+            kind: kind.into(),
+            namespace: namespace.map(Into::into),
+            name: name.into(),
+        }
+    }
+
+    #[test]
+    fn the_id_is_kubectls() {
+        // kubectl's own test (k8s.io/kubectl pkg/cmd/apply/apply_test.go, the ApplySet parent
+        // Secret "my-set" in namespace "test") expects this id.
+        assert_eq!(
+            id("my-set", "test", "Secret", ""),
+            "applyset-0eFHV8ySqp7XoShsGvyWFQD3s96yqwHmzc4e0HR1dsY-v1"
+        );
+        let bd = id("example", "", "BundleDeployment", "core.rukpak.io");
+        assert!(bd.starts_with("applyset-") && bd.ends_with("-v1"));
+        // A label value: at most 63 characters, alphanumerics at both ends.
+        assert!(bd.len() <= 63, "{bd}");
+    }
+
+    #[test]
+    fn spans_list_sorted_group_kinds_and_namespaces_and_read_back() {
+        let members = [
+            key("apps", "Deployment", Some("shop"), "web"),
+            key("", "ConfigMap", Some("shop"), "a"),
+            key("", "ConfigMap", Some("audit"), "b"),
+            key(
+                "apiextensions.k8s.io",
+                "CustomResourceDefinition",
+                None,
+                "x.example.com",
+            ),
+        ];
+        let spans = Spans::of(&members);
+        let [(gk_key, gks), (ns_key, nss)] = spans.annotations();
+        assert_eq!(gk_key, GROUP_KINDS);
+        assert_eq!(
+            gks,
+            "ConfigMap,CustomResourceDefinition.apiextensions.k8s.io,Deployment.apps"
+        );
+        assert_eq!(ns_key, NAMESPACES);
+        assert_eq!(nss, "audit,shop");
+        assert_eq!(Spans::parse(Some(&gks), Some(&nss)), spans);
+        assert_eq!(Spans::parse(None, Some("")), Spans::default());
+        let other = Spans::of(&[key("", "Secret", Some("x"), "s")]);
+        let both = spans.union(&other);
+        assert!(both.group_kinds.contains("Secret") && both.namespaces.contains("x"));
+        assert_eq!(both.group_kinds.len(), 4);
+    }
+}

@@ -1,0 +1,24 @@
+//! The provisioner: installs what a `BundleDeployment` names.
+//!
+//! This crate grows in steps (issue 22). What is here so far is pure and tested without a
+//! cluster:
+//!
+//! * [`bundle`]: a bundle's file tree, as a source unpacked it.
+//! * [`applyset`]: the applied set as a Kubernetes ApplySet (KEP-3659).
+//! * [`object`]: an object of a bundle and the key that identifies it.
+//! * [`order`]: the order of an apply (CRDs, Namespaces, identities, the rest).
+//! * [`marks`]: the labels and owner reference every applied object carries, and whose an
+//!   object found in the cluster is.
+//! * [`conflict`]: objects that block an install (never adopted), and the message naming them.
+//! * [`prune`]: what an upgrade or a deletion removes, CRDs apart.
+//! * [`format`]: each bundle format as a pure conversion from a file tree to objects
+//!   ([`format::plain`]: plain+v0).
+
+pub mod applyset;
+pub mod bundle;
+pub mod conflict;
+pub mod format;
+pub mod marks;
+pub mod object;
+pub mod order;
+pub mod prune;
