@@ -11,6 +11,8 @@
 //!   object found in the cluster is.
 //! * [`conflict`]: objects that block an install (never adopted), and the message naming them.
 //! * [`prune`]: what an upgrade or a deletion removes, CRDs apart.
+//! * [`status`]: the conditions after a reconcile (`Unpacked`, `HasValidBundle`, `Installed`).
+//! * [`template`]: the hash that names an unpacked template, and `status.activeBundle`.
 //! * [`format`]: each bundle format as a pure conversion from a file tree to objects
 //!   ([`format::plain`]: plain+v0).
 
@@ -22,3 +24,5 @@ pub mod marks;
 pub mod object;
 pub mod order;
 pub mod prune;
+pub mod status;
+pub mod template;

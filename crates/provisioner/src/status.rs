@@ -1,0 +1,244 @@
+//! What a BundleDeployment's status says after a reconcile: a pure function of what is
+//! installed, what is wanted and how this attempt went, with the clock injected.
+//!
+//! Three conditions, each about one thing:
+//! * `Unpacked`: whether the wanted template's content was fetched (Unknown while it is).
+//! * `HasValidBundle`: whether that content is an installable bundle of its format.
+//! * `Installed`: whether the wanted template is what is installed. A failed upgrade says so
+//!   (`UpgradeFailed`, naming the object and quoting the API server) while `activeBundle` keeps
+//!   naming the version that still runs; a template change that cannot even be unpacked
+//!   leaves `Installed` as it was, the failure on `Unpacked`.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use olm_api::conditions::{clip_message, set_condition};
+
+/// Condition types.
+pub mod types {
+    /// The wanted content was fetched.
+    pub const UNPACKED: &str = "Unpacked";
+    /// The content is a bundle of its format.
+    pub const HAS_VALID_BUNDLE: &str = "HasValidBundle";
+    /// The wanted template is installed.
+    pub const INSTALLED: &str = "Installed";
+}
+
+/// Condition reasons (upstream's where it had one).
+pub mod reasons {
+    /// Being fetched.
+    pub const UNPACK_PENDING: &str = "UnpackPending";
+    /// Fetched.
+    pub const UNPACK_SUCCESSFUL: &str = "UnpackSuccessful";
+    /// Could not be fetched.
+    pub const UNPACK_FAILED: &str = "UnpackFailed";
+    /// Fetched, but not a bundle of its format.
+    pub const BUNDLE_LOAD_FAILED: &str = "BundleLoadFailed";
+    /// Installed.
+    pub const INSTALLATION_SUCCEEDED: &str = "InstallationSucceeded";
+    /// Nothing installed yet, and the first install failed.
+    pub const INSTALL_FAILED: &str = "InstallFailed";
+    /// Another version is installed, and this one failed.
+    pub const UPGRADE_FAILED: &str = "UpgradeFailed";
+    /// Objects of the bundle exist and are not ours.
+    pub const CONFLICT: &str = "Conflict";
+    /// Waiting for the content.
+    pub const INSTALL_PENDING: &str = "InstallPending";
+    /// The installed version's objects could not all be restored.
+    pub const RECONCILE_FAILED: &str = "ReconcileFailed";
+}
+
+/// What is installed: the template hash and the bundle name status shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Installed {
+    /// The installed template's hash.
+    pub hash: String,
+    /// `<bd>-<hash>` (`status.activeBundle`).
+    pub bundle: String,
+}
+
+/// How this attempt at the wanted template went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Attempt {
+    /// Its content is being fetched.
+    Unpacking(String),
+    /// Its content could not be fetched.
+    UnpackFailed(String),
+    /// Its content is not an installable bundle (`reason` says which rule it broke).
+    Invalid {
+        /// The condition reason.
+        reason: &'static str,
+        /// Sentences a person can act on.
+        message: String,
+    },
+    /// Objects of it exist and are not ours (the message names them and their owners).
+    Conflicts(String),
+    /// Applying an object failed (the message names it and quotes the API server).
+    ApplyFailed(String),
+    /// Every object applied, and what the old set had beyond it was removed.
+    Applied,
+}
+
+/// The status to write.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    /// The conditions, updated in place (unchanged ones keep their transition time).
+    pub conditions: Vec<Condition>,
+    /// What is installed after this attempt.
+    pub installed: Option<Installed>,
+}
+
+/// The status after `attempt` at the template `wanted` (with its bundle name), given what
+/// was `installed` and the `previous` conditions.
+pub fn verdict(
+    previous: &[Condition],
+    installed: Option<&Installed>,
+    wanted: &Installed,
+    attempt: &Attempt,
+    generation: Option<i64>,
+    now: &Time,
+) -> Verdict {
+    let mut conditions = previous.to_vec();
+    let mut set = |type_: &str, status: &str, reason: &str, message: String| {
+        set_condition(
+            &mut conditions,
+            Condition {
+                type_: type_.to_owned(),
+                status: status.to_owned(),
+                reason: reason.to_owned(),
+                message: clip_message(message),
+                observed_generation: generation,
+                last_transition_time: now.clone(),
+            },
+        );
+    };
+    let bundle = &wanted.bundle;
+    let upgrading = installed.filter(|i| i.hash != wanted.hash);
+    let current = installed.filter(|i| i.hash == wanted.hash);
+    // How an install that did not happen is told: first install, upgrade, or the installed
+    // version itself.
+    let failed = |what: &str| -> (&'static str, String) {
+        match (current, upgrading) {
+            (Some(_), _) => (
+                reasons::RECONCILE_FAILED,
+                format!("{bundle} is installed, but restoring its objects failed: {what}"),
+            ),
+            (None, Some(old)) => (
+                reasons::UPGRADE_FAILED,
+                format!(
+                    "{bundle} could not be installed: {what}; {} stays installed and nothing was removed",
+                    old.bundle
+                ),
+            ),
+            (None, None) => (
+                reasons::INSTALL_FAILED,
+                format!("{bundle} could not be installed: {what}"),
+            ),
+        }
+    };
+    let mut installed_after = installed.cloned();
+    match attempt {
+        Attempt::Unpacking(message) => {
+            set(
+                types::UNPACKED,
+                "Unknown",
+                reasons::UNPACK_PENDING,
+                message.clone(),
+            );
+            set(
+                types::HAS_VALID_BUNDLE,
+                "Unknown",
+                reasons::UNPACK_PENDING,
+                format!("waiting for {bundle} to be unpacked"),
+            );
+            if installed.is_none() {
+                set(
+                    types::INSTALLED,
+                    "False",
+                    reasons::INSTALL_PENDING,
+                    format!("waiting for {bundle} to be unpacked"),
+                );
+            }
+        }
+        Attempt::UnpackFailed(message) => {
+            set(
+                types::UNPACKED,
+                "False",
+                reasons::UNPACK_FAILED,
+                message.clone(),
+            );
+            set(
+                types::HAS_VALID_BUNDLE,
+                "False",
+                reasons::UNPACK_FAILED,
+                format!("{bundle} could not be unpacked"),
+            );
+            if installed.is_none() {
+                set(
+                    types::INSTALLED,
+                    "False",
+                    reasons::INSTALL_FAILED,
+                    format!("{bundle} could not be unpacked: {message}"),
+                );
+            }
+        }
+        Attempt::Invalid { reason, message } => {
+            set(
+                types::UNPACKED,
+                "True",
+                reasons::UNPACK_SUCCESSFUL,
+                format!("unpacked {bundle}"),
+            );
+            set(types::HAS_VALID_BUNDLE, "False", reason, message.clone());
+            let (why, text) = failed(message);
+            set(types::INSTALLED, "False", why, text);
+        }
+        Attempt::Conflicts(message) | Attempt::ApplyFailed(message) => {
+            set(
+                types::UNPACKED,
+                "True",
+                reasons::UNPACK_SUCCESSFUL,
+                format!("unpacked {bundle}"),
+            );
+            set(
+                types::HAS_VALID_BUNDLE,
+                "True",
+                reasons::UNPACK_SUCCESSFUL,
+                format!("{bundle} is a valid bundle"),
+            );
+            let (why, text) = failed(message);
+            let why = if matches!(attempt, Attempt::Conflicts(_)) {
+                reasons::CONFLICT
+            } else {
+                why
+            };
+            set(types::INSTALLED, "False", why, text);
+        }
+        Attempt::Applied => {
+            set(
+                types::UNPACKED,
+                "True",
+                reasons::UNPACK_SUCCESSFUL,
+                format!("unpacked {bundle}"),
+            );
+            set(
+                types::HAS_VALID_BUNDLE,
+                "True",
+                reasons::UNPACK_SUCCESSFUL,
+                format!("{bundle} is a valid bundle"),
+            );
+            set(
+                types::INSTALLED,
+                "True",
+                reasons::INSTALLATION_SUCCEEDED,
+                format!("installed {bundle}"),
+            );
+            installed_after = Some(wanted.clone());
+        }
+    }
+    Verdict {
+        conditions,
+        installed: installed_after,
+    }
+}
+
+#[cfg(test)]
+mod tests;
