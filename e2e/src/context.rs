@@ -136,6 +136,10 @@ fn kinds() -> Vec<ApiResource> {
         ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&()),
         ApiResource::erase::<k8s_openapi::api::core::v1::Secret>(&()),
         ApiResource::erase::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>(&()),
+        // CRDs of the provisioner's test bundles.
+        ApiResource::erase::<
+            k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+        >(&()),
     ]
 }
 

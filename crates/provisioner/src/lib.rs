@@ -1,7 +1,7 @@
 //! The provisioner: installs what a `BundleDeployment` names.
 //!
-//! This crate grows in steps (issue 22). What is here so far is pure and tested without a
-//! cluster:
+//! This crate grows in steps (issue 22). [`apply`] applies a bundle's objects to a cluster
+//! (tested by the e2e tests); the rest is pure and tested without a cluster:
 //!
 //! * [`bundle`]: a bundle's file tree, as a source unpacked it.
 //! * [`applyset`]: the applied set as a Kubernetes ApplySet (KEP-3659).
@@ -16,6 +16,7 @@
 //! * [`format`]: each bundle format as a pure conversion from a file tree to objects
 //!   ([`format::plain`]: plain+v0).
 
+pub mod apply;
 pub mod applyset;
 pub mod bundle;
 pub mod conflict;

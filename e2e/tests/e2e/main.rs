@@ -9,6 +9,7 @@ mod git;
 mod images;
 mod network;
 mod operators;
+mod provisioner;
 mod samples;
 mod switcher;
 mod validation;

@@ -1,0 +1,303 @@
+//! Applying a bundle's objects to the cluster with server-side apply, phase by phase (see
+//! [`crate::order`]): every object is placed first (its kind found by discovery, its namespace
+//! defaulted), the ones that exist are checked for whose they are (a conflict stops the install
+//! before anything is written), then each phase is applied, CRDs waited for until Established
+//! so that the custom resources of the same bundle can be placed and applied after them.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use kube::core::GroupVersionKind;
+use kube::discovery::{Scope, pinned_kind};
+use kube::{Client, ResourceExt};
+
+use crate::conflict::{self, Conflict};
+use crate::marks::{self, Owner};
+use crate::object::{Key, Object};
+use crate::order::{Phase, by_phase};
+
+/// The field manager of everything the provisioner applies.
+pub const FIELD_MANAGER: &str = "olm-provisioner";
+
+/// How long a CRD of the bundle may take to be Established.
+const ESTABLISHED_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Why an apply stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// The API server serves no such kind (a custom resource whose CRD is neither installed
+    /// nor in the bundle); the message is upstream's.
+    #[error("{key}: no matches for kind {kind:?} in version {api_version:?}")]
+    UnknownKind {
+        /// The object.
+        key: Box<Key>,
+        /// Its kind.
+        kind: String,
+        /// Its apiVersion.
+        api_version: String,
+    },
+    /// Objects of the bundle exist and are not ours.
+    #[error("{}", conflict::message(.0))]
+    Conflicts(Vec<Conflict>),
+    /// The API server refused an object; its own words.
+    #[error("{key}: {message}")]
+    Refused {
+        /// The object.
+        key: Box<Key>,
+        /// What the API server said.
+        message: String,
+    },
+    /// A CRD of the bundle did not become Established in time.
+    #[error("CustomResourceDefinition {name} was not established within {seconds} s{why}")]
+    NotEstablished {
+        /// The CRD.
+        name: String,
+        /// The deadline.
+        seconds: u64,
+        /// Its conditions' messages, if any.
+        why: String,
+    },
+    /// Reading the cluster failed.
+    #[error("{what}: {source}")]
+    Read {
+        /// What was being read.
+        what: String,
+        /// The client error.
+        source: kube::Error,
+    },
+}
+
+/// An object with where it goes: its API resource, and its namespace resolved.
+#[derive(Debug, Clone)]
+pub struct Placed {
+    /// The object; `key.namespace` is set for every namespaced object.
+    pub object: Object,
+    /// The resource it is served as.
+    pub resource: ApiResource,
+}
+
+/// Applies bundles' objects with one client.
+#[derive(Clone)]
+pub struct Applier {
+    client: Client,
+    default_namespace: String,
+}
+
+impl Applier {
+    /// Namespaced objects without a namespace go to `default_namespace` (the provisioner's own,
+    /// as rukpak put them into its system namespace).
+    pub fn new(client: Client, default_namespace: impl Into<String>) -> Applier {
+        Applier {
+            client,
+            default_namespace: default_namespace.into(),
+        }
+    }
+
+    /// Installs `objects` for `owner`: places, checks, then applies them in order. Returns the
+    /// keys applied (namespaces resolved).
+    pub async fn install(
+        &self,
+        owner: &Owner,
+        objects: Vec<Object>,
+    ) -> Result<Vec<Key>, ApplyError> {
+        let mut kinds = Kinds::default();
+        // Conflicts first, over every object whose kind is already served: a custom resource
+        // whose CRD is not served yet cannot exist, so it cannot conflict.
+        let mut found = Vec::new();
+        for object in &objects {
+            let Some(placed) = self.place(&mut kinds, object, false).await? else {
+                continue;
+            };
+            if let Some(labels) = self.labels_of(&placed).await? {
+                let owner = marks::ownership(&labels, &owner.name);
+                found.push((placed.object.key.clone(), owner));
+            }
+        }
+        let conflicts = conflict::conflicts(found);
+        if !conflicts.is_empty() {
+            return Err(ApplyError::Conflicts(conflicts));
+        }
+        let mut applied = Vec::new();
+        for (phase, group) in by_phase(objects) {
+            let mut placed = Vec::new();
+            for object in &group {
+                if let Some(p) = self.place(&mut kinds, object, true).await? {
+                    placed.push(p);
+                }
+            }
+            for p in &placed {
+                self.apply(owner, p).await?;
+                applied.push(p.object.key.clone());
+            }
+            if phase == Phase::Crds {
+                for p in &placed {
+                    self.wait_established(&p.object.key.name).await?;
+                }
+                // Kinds the CRDs serve are found from now on.
+                kinds.unknown.clear();
+            }
+        }
+        Ok(applied)
+    }
+
+    /// Where `object` goes; `None` when its kind is not served and `required` is false.
+    async fn place(
+        &self,
+        kinds: &mut Kinds,
+        object: &Object,
+        required: bool,
+    ) -> Result<Option<Placed>, ApplyError> {
+        let (group, version) = match object.api_version.rsplit_once('/') {
+            Some((g, v)) => (g.to_owned(), v.to_owned()),
+            None => (String::new(), object.api_version.clone()),
+        };
+        let gvk = GroupVersionKind::gvk(&group, &version, &object.key.kind);
+        let found = kinds.find(&self.client, &gvk).await;
+        let Some((resource, scope)) = found else {
+            if !required {
+                return Ok(None);
+            }
+            return Err(ApplyError::UnknownKind {
+                key: Box::new(object.key.clone()),
+                kind: object.key.kind.clone(),
+                api_version: object.api_version.clone(),
+            });
+        };
+        let mut object = object.clone();
+        object.key.namespace = match scope {
+            Scope::Cluster => None,
+            Scope::Namespaced => Some(
+                object
+                    .key
+                    .namespace
+                    .clone()
+                    .unwrap_or_else(|| self.default_namespace.clone()),
+            ),
+        };
+        Ok(Some(Placed { object, resource }))
+    }
+
+    fn api(&self, placed: &Placed) -> Api<DynamicObject> {
+        match &placed.object.key.namespace {
+            Some(ns) => Api::namespaced_with(self.client.clone(), ns, &placed.resource),
+            None => Api::all_with(self.client.clone(), &placed.resource),
+        }
+    }
+
+    /// The labels of the object in the cluster, if it exists.
+    async fn labels_of(
+        &self,
+        placed: &Placed,
+    ) -> Result<Option<std::collections::BTreeMap<String, String>>, ApplyError> {
+        let key = &placed.object.key;
+        let found = self
+            .api(placed)
+            .get_metadata_opt(&key.name)
+            .await
+            .map_err(|source| ApplyError::Read {
+                what: format!("reading {key}"),
+                source,
+            })?;
+        Ok(found.map(|m| m.labels().clone()))
+    }
+
+    async fn apply(&self, owner: &Owner, placed: &Placed) -> Result<(), ApplyError> {
+        let key = &placed.object.key;
+        let manifest = marks::marked(&placed.object, owner, key.namespace.as_deref());
+        self.api(placed)
+            .patch(
+                &key.name,
+                &PatchParams::apply(FIELD_MANAGER).force(),
+                &Patch::Apply(serde_json::Value::Object(manifest)),
+            )
+            .await
+            .map_err(|e| ApplyError::Refused {
+                key: Box::new(key.clone()),
+                message: api_message(e),
+            })?;
+        Ok(())
+    }
+
+    async fn wait_established(&self, name: &str) -> Result<(), ApplyError> {
+        let api: Api<CustomResourceDefinition> = Api::all(self.client.clone());
+        let deadline = Instant::now() + ESTABLISHED_TIMEOUT;
+        loop {
+            let crd = api.get_opt(name).await.map_err(|source| ApplyError::Read {
+                what: format!("reading CustomResourceDefinition {name}"),
+                source,
+            })?;
+            let conditions = crd
+                .and_then(|c| c.status)
+                .and_then(|s| s.conditions)
+                .unwrap_or_default();
+            if conditions
+                .iter()
+                .any(|c| c.type_ == "Established" && c.status == "True")
+            {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                let why: Vec<String> = conditions
+                    .iter()
+                    .filter_map(|c| c.message.clone())
+                    .filter(|m| !m.is_empty())
+                    .collect();
+                return Err(ApplyError::NotEstablished {
+                    name: name.to_owned(),
+                    seconds: ESTABLISHED_TIMEOUT.as_secs(),
+                    why: if why.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", why.join("; "))
+                    },
+                });
+            }
+            // The API server establishes a CRD within a second or two; polling is bounded by
+            // the deadline.
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+}
+
+/// The API server's own words for a failed request.
+fn api_message(error: kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => status.message,
+        other => other.to_string(),
+    }
+}
+
+/// Kinds found by discovery during one install (and those not served, until CRDs apply).
+#[derive(Default)]
+struct Kinds {
+    found: HashMap<GroupVersionKind, (ApiResource, Scope)>,
+    unknown: std::collections::HashSet<GroupVersionKind>,
+}
+
+impl Kinds {
+    async fn find(
+        &mut self,
+        client: &Client,
+        gvk: &GroupVersionKind,
+    ) -> Option<(ApiResource, Scope)> {
+        if let Some(found) = self.found.get(gvk) {
+            return Some(found.clone());
+        }
+        if self.unknown.contains(gvk) {
+            return None;
+        }
+        match pinned_kind(client, gvk).await {
+            Ok((resource, caps)) => {
+                let found = (resource, caps.scope);
+                self.found.insert(gvk.clone(), found.clone());
+                Some(found)
+            }
+            Err(_) => {
+                self.unknown.insert(gvk.clone());
+                None
+            }
+        }
+    }
+}
