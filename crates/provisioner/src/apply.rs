@@ -81,8 +81,8 @@ pub struct Placed {
 /// Applies bundles' objects with one client.
 #[derive(Clone)]
 pub struct Applier {
-    client: Client,
-    default_namespace: String,
+    pub(crate) client: Client,
+    pub(crate) default_namespace: String,
 }
 
 impl Applier {
@@ -119,6 +119,7 @@ impl Applier {
         if !conflicts.is_empty() {
             return Err(ApplyError::Conflicts(conflicts));
         }
+        self.dry_run(owner, &mut kinds, &objects).await?;
         let mut applied = Vec::new();
         for (phase, group) in by_phase(objects) {
             let mut placed = Vec::new();
@@ -140,6 +141,52 @@ impl Applier {
             }
         }
         Ok(applied)
+    }
+
+    /// Applies every object whose kind is served with `dryRun=All` first: the API server
+    /// validates each one (schema, admission) and nothing is written, so an invalid object in
+    /// an upgrade leaves the installed version exactly as it was. Objects that cannot be tried
+    /// yet are left to the real apply: custom resources of CRDs the bundle brings, and objects
+    /// in namespaces the bundle creates.
+    async fn dry_run(
+        &self,
+        owner: &Owner,
+        kinds: &mut Kinds,
+        objects: &[Object],
+    ) -> Result<(), ApplyError> {
+        let mut missing_namespaces = std::collections::BTreeSet::new();
+        for object in objects {
+            if object.key.group.is_empty() && object.key.kind == "Namespace" {
+                let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(self.client.clone());
+                let exists = api
+                    .get_metadata_opt(&object.key.name)
+                    .await
+                    .map_err(|source| ApplyError::Read {
+                        what: format!("reading Namespace {}", object.key.name),
+                        source,
+                    })?
+                    .is_some();
+                if !exists {
+                    missing_namespaces.insert(object.key.name.clone());
+                }
+            }
+        }
+        for object in objects {
+            let Some(placed) = self.place(kinds, object, false).await? else {
+                continue;
+            };
+            if placed
+                .object
+                .key
+                .namespace
+                .as_ref()
+                .is_some_and(|ns| missing_namespaces.contains(ns))
+            {
+                continue;
+            }
+            self.patch(owner, &placed, true).await?;
+        }
+        Ok(())
     }
 
     /// Where `object` goes; `None` when its kind is not served and `required` is false.
@@ -179,7 +226,7 @@ impl Applier {
         Ok(Some(Placed { object, resource }))
     }
 
-    fn api(&self, placed: &Placed) -> Api<DynamicObject> {
+    pub(crate) fn api(&self, placed: &Placed) -> Api<DynamicObject> {
         match &placed.object.key.namespace {
             Some(ns) => Api::namespaced_with(self.client.clone(), ns, &placed.resource),
             None => Api::all_with(self.client.clone(), &placed.resource),
@@ -204,12 +251,22 @@ impl Applier {
     }
 
     async fn apply(&self, owner: &Owner, placed: &Placed) -> Result<(), ApplyError> {
+        self.patch(owner, placed, false).await
+    }
+
+    /// Server-side apply of `placed` (force: our manifest's fields are ours, and drift on them
+    /// is undone; fields others set that the manifest lacks are left alone).
+    async fn patch(&self, owner: &Owner, placed: &Placed, dry_run: bool) -> Result<(), ApplyError> {
         let key = &placed.object.key;
         let manifest = marks::marked(&placed.object, owner, key.namespace.as_deref());
+        let mut params = PatchParams::apply(FIELD_MANAGER).force();
+        if dry_run {
+            params = params.dry_run();
+        }
         self.api(placed)
             .patch(
                 &key.name,
-                &PatchParams::apply(FIELD_MANAGER).force(),
+                &params,
                 &Patch::Apply(serde_json::Value::Object(manifest)),
             )
             .await
@@ -262,7 +319,7 @@ impl Applier {
 }
 
 /// The API server's own words for a failed request.
-fn api_message(error: kube::Error) -> String {
+pub(crate) fn api_message(error: kube::Error) -> String {
     match error {
         kube::Error::Api(status) => status.message,
         other => other.to_string(),

@@ -1,7 +1,8 @@
 //! The provisioner: installs what a `BundleDeployment` names.
 //!
-//! This crate grows in steps (issue 22). [`apply`] applies a bundle's objects to a cluster
-//! (tested by the e2e tests); the rest is pure and tested without a cluster:
+//! This crate grows in steps (issue 22). [`apply`] applies a bundle's objects to a cluster and
+//! [`set`] keeps the applied set (installs, prunes, removes; both tested by the e2e tests);
+//! the rest is pure and tested without a cluster:
 //!
 //! * [`bundle`]: a bundle's file tree, as a source unpacked it.
 //! * [`applyset`]: the applied set as a Kubernetes ApplySet (KEP-3659).
@@ -25,5 +26,6 @@ pub mod marks;
 pub mod object;
 pub mod order;
 pub mod prune;
+pub mod set;
 pub mod status;
 pub mod template;

@@ -210,3 +210,182 @@ async fn a_custom_resource_whose_crd_nobody_serves_is_named_as_upstream_names_it
     );
     ctx.cleanup().await.unwrap();
 }
+
+fn config_map(ctx: &TestContext, name: &str, data: serde_json::Value) -> String {
+    yaml(
+        ctx,
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}),
+    )
+}
+
+#[tokio::test]
+async fn an_upgrade_prunes_what_it_drops_updates_the_rest_and_a_failing_one_changes_nothing() {
+    let ctx = TestContext::new("prov-upgrade").await.unwrap();
+    let owner = owner(&ctx).await;
+    let applier = Applier::new(ctx.client.clone(), ctx.namespace.clone());
+    let configmaps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let v1 = Tree::new()
+        .file(
+            "manifests/keep.yaml",
+            config_map(&ctx, "keep", json!({"a": "1"})),
+        )
+        .file(
+            "manifests/drop.yaml",
+            config_map(&ctx, "drop", json!({"x": "1"})),
+        );
+    let synced = applier
+        .sync(&owner, plain::objects(&v1).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(synced.applied.len(), 2);
+    assert!(synced.removed.is_empty());
+    // The BundleDeployment is the ApplySet's parent, as kubectl reads one.
+    let bd = Api::<BundleDeployment>::all(ctx.client.clone())
+        .get(&owner.name)
+        .await
+        .unwrap();
+    assert_eq!(
+        bd.labels().get("applyset.kubernetes.io/id"),
+        Some(&owner.set_id())
+    );
+    let annotations = bd.annotations();
+    assert_eq!(
+        annotations["applyset.kubernetes.io/contains-group-kinds"],
+        "ConfigMap"
+    );
+    assert_eq!(
+        annotations["applyset.kubernetes.io/additional-namespaces"],
+        ctx.namespace
+    );
+    assert_eq!(
+        annotations["applyset.kubernetes.io/tooling"],
+        "olm-provisioner/v1"
+    );
+
+    // Another manager adds a label to an object we applied.
+    configmaps
+        .patch(
+            "keep",
+            &kube::api::PatchParams::apply("someone-else"),
+            &kube::api::Patch::Apply(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "keep", "labels": {"team": "x"}}})),
+        )
+        .await
+        .unwrap();
+
+    let v2 = Tree::new()
+        .file(
+            "manifests/keep.yaml",
+            config_map(&ctx, "keep", json!({"a": "2"})),
+        )
+        .file(
+            "manifests/new.yaml",
+            config_map(&ctx, "new", json!({"y": "1"})),
+        );
+    let synced = applier
+        .sync(&owner, plain::objects(&v2).unwrap())
+        .await
+        .unwrap();
+    let removed: Vec<&str> = synced.removed.iter().map(|k| k.name.as_str()).collect();
+    assert_eq!(removed, ["drop"]);
+    olm_e2e::wait::wait_for_deletion(&configmaps, "drop", std::time::Duration::from_secs(30))
+        .await
+        .unwrap();
+    let keep = configmaps.get("keep").await.unwrap();
+    assert_eq!(keep.data.as_ref().unwrap()["a"], "2");
+    assert_eq!(
+        keep.labels().get("team").map(String::as_str),
+        Some("x"),
+        "another manager's field was lost"
+    );
+    assert!(configmaps.get_opt("new").await.unwrap().is_some());
+
+    // 0.3.0 changes "keep" and brings an object the API server refuses: nothing changes, and
+    // nothing of 0.2.0 is removed.
+    let v3 = Tree::new()
+        .file(
+            "manifests/a-keep.yaml",
+            config_map(&ctx, "keep", json!({"a": "3"})),
+        )
+        .file(
+            "manifests/b-bad.yaml",
+            config_map(&ctx, "bad", json!({"not a valid key!": "1"})),
+        );
+    let err = applier
+        .sync(&owner, plain::objects(&v3).unwrap())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ApplyError::Refused { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains(&format!("ConfigMap {}/bad", ctx.namespace)),
+        "{err}"
+    );
+    assert_eq!(
+        configmaps.get("keep").await.unwrap().data.unwrap()["a"],
+        "2"
+    );
+    assert!(configmaps.get_opt("new").await.unwrap().is_some());
+    assert!(configmaps.get_opt("bad").await.unwrap().is_none());
+    ctx.cleanup().await.unwrap();
+}
+
+#[tokio::test]
+async fn removing_a_set_keeps_a_crd_that_still_has_custom_resources_without_our_marks() {
+    let ctx = TestContext::new("prov-remove").await.unwrap();
+    let owner = owner(&ctx).await;
+    let group = format!("{}.e2e.olm-rs.io", ctx.namespace);
+    let crd_name = format!("widgets.{group}");
+    let widget = |name: &str| {
+        json!({"apiVersion": format!("{group}/v1"), "kind": "Widget",
+            "metadata": {"name": name, "namespace": ctx.namespace}})
+    };
+    let tree = Tree::new()
+        .file("manifests/crd.yaml", yaml(&ctx, widget_crd(&group)))
+        .file("manifests/widget.yaml", yaml(&ctx, widget("ours")))
+        .file("manifests/cm.yaml", config_map(&ctx, "settings", json!({})));
+    let applier = Applier::new(ctx.client.clone(), ctx.namespace.clone());
+    applier
+        .sync(&owner, plain::objects(&tree).unwrap())
+        .await
+        .unwrap();
+    // A user's own custom resource of the bundle's CRD.
+    let widgets: Api<DynamicObject> = Api::namespaced_with(
+        ctx.client.clone(),
+        &ctx.namespace,
+        &ApiResource::from_gvk(&GroupVersionKind::gvk(&group, "v1", "Widget")),
+    );
+    let mine: DynamicObject = serde_json::from_value(widget("mine")).unwrap();
+    widgets.create(&PostParams::default(), &mine).await.unwrap();
+
+    let removed = applier.remove_all(&owner).await.unwrap();
+    let mut names: Vec<&str> = removed.removed.iter().map(|k| k.name.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["ours", "settings"]);
+    assert_eq!(
+        removed
+            .kept
+            .iter()
+            .map(|k| k.name.as_str())
+            .collect::<Vec<_>>(),
+        [crd_name.as_str()]
+    );
+    let crds: Api<CustomResourceDefinition> = Api::all(ctx.client.clone());
+    let crd = crds.get(&crd_name).await.unwrap();
+    assert!(!crd.labels().contains_key(OWNER_NAME), "{:?}", crd.labels());
+    assert!(!crd.labels().contains_key("applyset.kubernetes.io/part-of"));
+    assert_eq!(
+        crd.annotations().get(provisioner::set::KEPT),
+        Some(&owner.name)
+    );
+    assert_eq!(
+        crd.spec.names.kind, "Widget",
+        "the definition itself was changed"
+    );
+    assert!(
+        widgets.get_opt("mine").await.unwrap().is_some(),
+        "a user's data was deleted"
+    );
+
+    ctx.cleanup().await.unwrap();
+}
