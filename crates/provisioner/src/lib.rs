@@ -12,6 +12,8 @@
 //!   object found in the cluster is.
 //! * [`conflict`]: objects that block an install (never adopted), and the message naming them.
 //! * [`prune`]: what an upgrade or a deletion removes, CRDs apart.
+//! * [`source`]: what a template asks to fetch and in which format (refusals before any fetch),
+//!   and the `configMaps` source's files.
 //! * [`status`]: the conditions after a reconcile (`Unpacked`, `HasValidBundle`, `Installed`).
 //! * [`template`]: the hash that names an unpacked template, and `status.activeBundle`.
 //! * [`format`]: each bundle format as a pure conversion from a file tree to objects
@@ -27,5 +29,6 @@ pub mod object;
 pub mod order;
 pub mod prune;
 pub mod set;
+pub mod source;
 pub mod status;
 pub mod template;
