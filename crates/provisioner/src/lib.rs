@@ -11,6 +11,8 @@
 //! * [`marks`]: the labels and owner reference every applied object carries, and whose an
 //!   object found in the cluster is.
 //! * [`conflict`]: objects that block an install (never adopted), and the message naming them.
+//! * [`plan`]: what a reconcile of one BundleDeployment does (ignore, finalize, uninstall,
+//!   refuse, install), decided from the object alone.
 //! * [`prune`]: what an upgrade or a deletion removes, CRDs apart.
 //! * [`source`]: what a template asks to fetch and in which format (refusals before any fetch),
 //!   and the `configMaps` source's files.
@@ -27,6 +29,7 @@ pub mod format;
 pub mod marks;
 pub mod object;
 pub mod order;
+pub mod plan;
 pub mod prune;
 pub mod set;
 pub mod source;

@@ -1,0 +1,231 @@
+//! What a reconcile of one BundleDeployment does, decided from the object alone (pure):
+//! leave another provisioner's object alone, make sure the finalizer is on before anything is
+//! applied, uninstall what is being deleted, refuse a template it cannot serve (before any
+//! fetch), or fetch and install the template.
+
+use olm_api::bundle_deployment::{BundleDeployment, PLAIN_PROVISIONER};
+
+use crate::source::{self, Format, Refusal, Wanted};
+use crate::status::Installed;
+use crate::template;
+
+/// On every BundleDeployment the provisioner has applied objects for: deleting it removes
+/// them first (and keeps CRDs that still have custom resources).
+pub const FINALIZER: &str = "olm-rs.io/provisioner-uninstall";
+
+/// What to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Plan {
+    /// Another provisioner's (its `spec.provisionerClassName` is not ours): untouched.
+    Ignore,
+    /// Being deleted with our finalizer: remove what was applied, then the finalizer.
+    Uninstall,
+    /// Being deleted without our finalizer: nothing of ours is left.
+    Gone,
+    /// Ours, without the finalizer: add it before anything is applied.
+    AddFinalizer,
+    /// The template asks for what this provisioner does not serve: say so in status.
+    Refuse {
+        /// Why.
+        refusal: Refusal,
+        /// The template it is about.
+        wanted: Installed,
+    },
+    /// Fetch the template's content and install it.
+    Install {
+        /// Its format.
+        format: Format,
+        /// Where its content is.
+        source: Wanted,
+        /// Its hash and bundle name.
+        wanted: Installed,
+    },
+}
+
+/// The plan for `bd`.
+pub fn plan(bd: &BundleDeployment) -> Plan {
+    if bd.spec.provisioner_class_name != PLAIN_PROVISIONER {
+        return Plan::Ignore;
+    }
+    let has_finalizer = bd
+        .metadata
+        .finalizers
+        .as_ref()
+        .is_some_and(|f| f.iter().any(|f| f == FINALIZER));
+    if bd.metadata.deletion_timestamp.is_some() {
+        return if has_finalizer {
+            Plan::Uninstall
+        } else {
+            Plan::Gone
+        };
+    }
+    if !has_finalizer {
+        return Plan::AddFinalizer;
+    }
+    let wanted = wanted_of(bd);
+    let template = &bd.spec.template.spec;
+    let checked = source::format_of(template).and_then(|f| Ok((f, source::wanted(template)?)));
+    match checked {
+        Ok((format, source)) => Plan::Install {
+            format,
+            source,
+            wanted,
+        },
+        Err(refusal) => Plan::Refuse { refusal, wanted },
+    }
+}
+
+/// The hash and bundle name of `bd`'s template.
+pub fn wanted_of(bd: &BundleDeployment) -> Installed {
+    let value = serde_json::to_value(&bd.spec.template).unwrap_or_default();
+    let hash = template::hash(&value);
+    let name = bd.metadata.name.as_deref().unwrap_or_default();
+    Installed {
+        bundle: template::bundle_name(name, &hash),
+        hash,
+    }
+}
+
+/// What `bd`'s status says is installed: its `activeBundle` (the hash is the part after the
+/// name, as [`template::bundle_name`] cut it).
+pub fn installed_of(bd: &BundleDeployment) -> Option<Installed> {
+    let bundle = bd.status.as_ref()?.active_bundle.clone()?;
+    let name = bd.metadata.name.as_deref().unwrap_or_default();
+    let hash = bundle
+        .strip_prefix(name)
+        .and_then(|rest| rest.strip_prefix('-'))
+        .or_else(|| bundle.rsplit_once('-').map(|(_, h)| h))
+        .unwrap_or_default()
+        .to_owned();
+    Some(Installed { hash, bundle })
+}
+
+/// Whether `installed` is the template `wanted` (bundle names compare: the hash they carry is
+/// cut the same way).
+pub fn is_installed(installed: Option<&Installed>, wanted: &Installed) -> bool {
+    installed.is_some_and(|i| i.bundle == wanted.bundle)
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use olm_api::bundle_deployment::{
+        BundleDeploymentSpec, BundleDeploymentStatus, BundleImageSource, BundleSource, BundleSpec,
+        BundleTemplate, REGISTRY_PROVISIONER,
+    };
+
+    use super::*;
+
+    fn bd(class: &str, template_class: &str, source_type: &str) -> BundleDeployment {
+        let mut bd = BundleDeployment::new(
+            "shop",
+            BundleDeploymentSpec {
+                provisioner_class_name: class.into(),
+                template: BundleTemplate {
+                    metadata: None,
+                    spec: BundleSpec {
+                        provisioner_class_name: template_class.into(),
+                        source: BundleSource {
+                            type_: source_type.into(),
+                            image: Some(BundleImageSource {
+                                r#ref: "r.io/shop:1".into(),
+                                pull_secret: None,
+                            }),
+                            ..BundleSource::default()
+                        },
+                    },
+                },
+                config: None,
+            },
+        );
+        bd.metadata.finalizers = Some(vec![FINALIZER.into()]);
+        bd
+    }
+
+    fn deleting(mut bd: BundleDeployment) -> BundleDeployment {
+        bd.metadata.deletion_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
+        bd
+    }
+
+    #[test]
+    fn another_provisioners_bundle_deployments_are_left_alone_even_when_deleted() {
+        let other = bd("core-rukpak-io-helm", PLAIN_PROVISIONER, "image");
+        assert_eq!(plan(&other), Plan::Ignore);
+        assert_eq!(plan(&deleting(other)), Plan::Ignore);
+    }
+
+    #[test]
+    fn the_finalizer_comes_before_anything_is_applied() {
+        let mut b = bd(PLAIN_PROVISIONER, PLAIN_PROVISIONER, "image");
+        b.metadata.finalizers = Some(vec!["someone-else/x".into()]);
+        assert_eq!(plan(&b), Plan::AddFinalizer);
+    }
+
+    #[test]
+    fn deletion_uninstalls_only_while_the_finalizer_is_there() {
+        let b = bd(PLAIN_PROVISIONER, PLAIN_PROVISIONER, "image");
+        assert_eq!(plan(&deleting(b.clone())), Plan::Uninstall);
+        let mut gone = deleting(b);
+        gone.metadata.finalizers = None;
+        assert_eq!(plan(&gone), Plan::Gone);
+    }
+
+    #[test]
+    fn a_plain_image_template_is_installed() {
+        let b = bd(PLAIN_PROVISIONER, PLAIN_PROVISIONER, "image");
+        let Plan::Install {
+            format,
+            source,
+            wanted,
+        } = plan(&b)
+        else {
+            unreachable!("{:?}", plan(&b));
+        };
+        assert_eq!(format, Format::Plain);
+        assert_eq!(
+            source,
+            Wanted::Image {
+                reference: "r.io/shop:1".into(),
+                pull_secret: None
+            }
+        );
+        assert_eq!(wanted, wanted_of(&b));
+        assert!(wanted.bundle.starts_with("shop-"));
+    }
+
+    #[test]
+    fn templates_it_cannot_serve_are_refused_before_any_fetch() {
+        let registry = bd(PLAIN_PROVISIONER, REGISTRY_PROVISIONER, "image");
+        assert!(
+            matches!(plan(&registry), Plan::Refuse { refusal, .. } if refusal.reason == source::reasons::UNSUPPORTED_FORMAT)
+        );
+        let git = bd(PLAIN_PROVISIONER, PLAIN_PROVISIONER, "git");
+        assert!(
+            matches!(plan(&git), Plan::Refuse { refusal, .. } if refusal.reason == source::reasons::UNSUPPORTED_SOURCE)
+        );
+    }
+
+    #[test]
+    fn what_is_installed_is_read_from_active_bundle_and_compared_by_name() {
+        let mut b = bd(PLAIN_PROVISIONER, PLAIN_PROVISIONER, "image");
+        assert_eq!(installed_of(&b), None);
+        let wanted = wanted_of(&b);
+        b.status = Some(BundleDeploymentStatus {
+            active_bundle: Some(wanted.bundle.clone()),
+            ..BundleDeploymentStatus::default()
+        });
+        let installed = installed_of(&b);
+        assert!(is_installed(installed.as_ref(), &wanted));
+        assert!(
+            wanted
+                .hash
+                .starts_with(&installed.unwrap_or_else(|| unreachable!()).hash)
+        );
+        // A changed template is another bundle.
+        b.spec.template.spec.source.image = Some(BundleImageSource {
+            r#ref: "r.io/shop:2".into(),
+            pull_secret: None,
+        });
+        assert!(!is_installed(installed_of(&b).as_ref(), &wanted_of(&b)));
+    }
+}
