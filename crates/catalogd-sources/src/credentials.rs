@@ -52,7 +52,7 @@ pub async fn opted_in_secret(
         Some(_) => Err(SourceError::new(
             reasons::SECRET_NOT_OPTED_IN,
             format!(
-                "{what} {namespace}/{name} is not labelled {CREDENTIAL_LABEL}=true, so catalogd does not use it as a credential and sent nothing; label it to opt in: kubectl label secret -n {namespace} {name} {CREDENTIAL_LABEL}=true"
+                "{what} {namespace}/{name} is not labelled {CREDENTIAL_LABEL}=true, so it is not used as a credential and nothing was sent; label it to opt in: kubectl label secret -n {namespace} {name} {CREDENTIAL_LABEL}=true"
             ),
         )),
         None => Err(SourceError::new(
@@ -113,7 +113,7 @@ pub fn http_auth(secret: &Secret, name: &str) -> Result<HttpAuth, SourceError> {
     if secret.type_.as_deref() == Some("kubernetes.io/service-account-token") {
         return Err(SourceError::new(
             reasons::INVALID_CREDENTIALS,
-            format!("auth Secret {name} is a ServiceAccount token, which catalogd never sends"),
+            format!("auth Secret {name} is a ServiceAccount token, which is never sent"),
         ));
     }
     let data = secret.data.clone().unwrap_or_default();
@@ -176,7 +176,7 @@ mod tests {
             "s",
         )
         .unwrap_err();
-        assert!(err.message.contains("never sends"), "{}", err.message);
+        assert!(err.message.contains("is never sent"), "{}", err.message);
     }
 
     #[test]

@@ -110,7 +110,12 @@ impl HttpSource {
             "auth Secret",
         )
         .await?;
-        scope::check(&secret, &secret_ref.name, catalog, &scope::Target::Url(url))?;
+        scope::check(
+            &secret,
+            &secret_ref.name,
+            &scope::User::Catalog(catalog.to_owned()),
+            &scope::Target::Url(url),
+        )?;
         http_auth(&secret, &secret_ref.name).map(Some)
     }
 

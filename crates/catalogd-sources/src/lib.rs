@@ -142,7 +142,7 @@ pub(crate) fn too_large(what: &str, max_bytes: u64, part: &str) -> SourceError {
     SourceError::new(
         reasons::CONTENT_TOO_LARGE,
         format!(
-            "{part} of {what} is larger than {max_bytes} bytes, the most catalogd accepts (--max-content-bytes)"
+            "{part} of {what} is larger than {max_bytes} bytes, the most allowed (--max-content-bytes)"
         ),
     )
 }

@@ -98,17 +98,17 @@ impl NetworkPolicy {
         let ip = canonical(ip);
         if (ip.is_loopback() || ip.is_unspecified()) && !self.allow_loopback {
             return Err(Refused(format!(
-                "{ip} is a loopback address, which catalogd does not fetch from unless its admin allows it ({LOOPBACK_FLAG})"
+                "{ip} is a loopback address, which sources do not reach unless the admin allows it ({LOOPBACK_FLAG})"
             )));
         }
         if is_link_local(ip) && !self.allow_link_local {
             return Err(Refused(format!(
-                "{ip} is a link-local address (such as a cloud's metadata service), which catalogd does not fetch from unless its admin allows it ({LINK_LOCAL_FLAG})"
+                "{ip} is a link-local address (such as a cloud's metadata service), which sources do not reach unless the admin allows it ({LINK_LOCAL_FLAG})"
             )));
         }
         if let Some(net) = self.denied.iter().find(|n| n.contains(&ip)) {
             return Err(Refused(format!(
-                "{ip} is in {net}, where catalogd's admin does not let sources fetch from ({DENIED_FLAG})"
+                "{ip} is in {net}, where the admin does not let sources reach ({DENIED_FLAG})"
             )));
         }
         Ok(())
@@ -122,7 +122,7 @@ impl NetworkPolicy {
             && !self.allowed_hosts.iter().any(|p| host_matches(p, host))
         {
             return Err(Refused(format!(
-                "{host} is not one of the hosts catalogd's admin lets sources fetch from ({ALLOWED_FLAG}: {})",
+                "{host} is not one of the hosts the admin lets sources reach ({ALLOWED_FLAG}: {})",
                 self.allowed_hosts.join(", ")
             )));
         }

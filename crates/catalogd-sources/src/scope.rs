@@ -16,6 +16,41 @@ pub const HOSTS_ANNOTATION: &str = "olm-rs.io/credential-hosts";
 /// The annotation listing the Catalogs that may use a credential (names, separated by commas
 /// or whitespace); without it, any Catalog may, within the hosts.
 pub const CATALOGS_ANNOTATION: &str = "olm-rs.io/credential-catalogs";
+/// The same for the BundleDeployments whose bundle images the provisioner pulls.
+pub const BUNDLE_DEPLOYMENTS_ANNOTATION: &str = "olm-rs.io/credential-bundle-deployments";
+
+/// The object a credential would be used for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum User {
+    /// A Catalog (catalogd's sources).
+    Catalog(String),
+    /// A BundleDeployment (the provisioner's bundle images).
+    BundleDeployment(String),
+}
+
+impl User {
+    /// The annotation that may restrict a credential to some objects of this kind.
+    pub fn annotation(&self) -> &'static str {
+        match self {
+            User::Catalog(_) => CATALOGS_ANNOTATION,
+            User::BundleDeployment(_) => BUNDLE_DEPLOYMENTS_ANNOTATION,
+        }
+    }
+
+    /// The object's name.
+    pub fn name(&self) -> &str {
+        match self {
+            User::Catalog(n) | User::BundleDeployment(n) => n,
+        }
+    }
+
+    fn kinds(&self) -> &'static str {
+        match self {
+            User::Catalog(_) => "Catalogs",
+            User::BundleDeployment(_) => "BundleDeployments",
+        }
+    }
+}
 
 /// What a credential would be sent to.
 #[derive(Debug, Clone, Copy)]
@@ -131,24 +166,27 @@ impl Entry {
     }
 }
 
-/// Whether the credential Secret `secret_name` (`secret`) may be used by the Catalog `catalog`
-/// and sent to `target`; the error says which annotation to set, and that nothing was sent.
+/// Whether the credential Secret `secret_name` (`secret`) may be used for `user` and sent to
+/// `target`; the error says which annotation to set, and that nothing was sent.
 pub fn check(
     secret: &Secret,
     secret_name: &str,
-    catalog: &str,
+    user: &User,
     target: &Target<'_>,
 ) -> Result<(), SourceError> {
     let annotations = secret.metadata.annotations.as_ref();
     let denied = |message: String| Err(SourceError::new(reasons::CREDENTIAL_NOT_ALLOWED, message));
-    if let Some(catalogs) = annotations.and_then(|a| a.get(CATALOGS_ANNOTATION)) {
-        let allowed: Vec<&str> = catalogs
+    let annotation = user.annotation();
+    if let Some(users) = annotations.and_then(|a| a.get(annotation)) {
+        let allowed: Vec<&str> = users
             .split(|c: char| c == ',' || c.is_whitespace())
             .filter(|c| !c.is_empty())
             .collect();
-        if !allowed.contains(&catalog) {
+        let name = user.name();
+        if !allowed.contains(&name) {
             return denied(format!(
-                "Secret {secret_name} may be used only by the Catalogs {} ({CATALOGS_ANNOTATION}), not by {catalog}; catalogd sent nothing",
+                "Secret {secret_name} may be used only by the {} {} ({annotation}), not by {name}; nothing was sent",
+                user.kinds(),
                 allowed.join(", ")
             ));
         }
@@ -158,7 +196,7 @@ pub fn check(
         .filter(|h| !h.trim().is_empty())
     else {
         return denied(format!(
-            "Secret {secret_name} does not say where it may be sent, so catalogd sent nothing: annotate it with {HOSTS_ANNOTATION}, listing hosts or URL prefixes (here: kubectl annotate secret {secret_name} {HOSTS_ANNOTATION}={})",
+            "Secret {secret_name} does not say where it may be sent, so nothing was sent: annotate it with {HOSTS_ANNOTATION}, listing hosts or URL prefixes (here: kubectl annotate secret {secret_name} {HOSTS_ANNOTATION}={})",
             target.host()
         ));
     };
@@ -166,7 +204,7 @@ pub fn check(
         return Ok(());
     }
     denied(format!(
-        "Secret {secret_name} may be sent only to {} ({HOSTS_ANNOTATION}), not to {target}; catalogd sent nothing",
+        "Secret {secret_name} may be sent only to {} ({HOSTS_ANNOTATION}), not to {target}; nothing was sent",
         hosts.trim()
     ))
 }
@@ -196,7 +234,7 @@ mod tests {
         check(
             &secret(&[(HOSTS_ANNOTATION, hosts)]),
             "s",
-            "c",
+            &User::Catalog("c".into()),
             &Target::Url(&url),
         )
         .is_ok()
@@ -206,7 +244,7 @@ mod tests {
         check(
             &secret(&[(HOSTS_ANNOTATION, hosts)]),
             "s",
-            "c",
+            &User::Catalog("c".into()),
             &Target::Host { host, port },
         )
         .is_ok()
@@ -216,7 +254,7 @@ mod tests {
     fn a_secret_that_names_no_hosts_is_sent_nowhere() {
         let url = url::Url::parse("https://git.example/r.git").unwrap();
         for s in [secret(&[]), secret(&[(HOSTS_ANNOTATION, "  ")])] {
-            let err = check(&s, "tok", "c", &Target::Url(&url)).unwrap_err();
+            let err = check(&s, "tok", &User::Catalog("c".into()), &Target::Url(&url)).unwrap_err();
             assert_eq!(err.reason, reasons::CREDENTIAL_NOT_ALLOWED);
             assert!(err.message.contains(HOSTS_ANNOTATION), "{}", err.message);
             assert!(err.message.contains("git.example"), "{}", err.message);
@@ -286,10 +324,30 @@ mod tests {
             (HOSTS_ANNOTATION, "git.example"),
             (CATALOGS_ANNOTATION, "prod, staging"),
         ]);
-        assert!(check(&s, "s", "prod", &Target::Url(&url)).is_ok());
-        assert!(check(&s, "s", "staging", &Target::Url(&url)).is_ok());
-        let err = check(&s, "s", "mine", &Target::Url(&url)).unwrap_err();
+        let catalog = |n: &str| User::Catalog(n.into());
+        assert!(check(&s, "s", &catalog("prod"), &Target::Url(&url)).is_ok());
+        assert!(check(&s, "s", &catalog("staging"), &Target::Url(&url)).is_ok());
+        let err = check(&s, "s", &catalog("mine"), &Target::Url(&url)).unwrap_err();
         assert!(err.message.contains(CATALOGS_ANNOTATION), "{}", err.message);
+        assert!(
+            err.message.contains("the Catalogs prod, staging"),
+            "{}",
+            err.message
+        );
         assert!(err.message.contains("not by mine"), "{}", err.message);
+        // The Catalogs' list says nothing of BundleDeployments: each kind has its own.
+        let bd = |n: &str| User::BundleDeployment(n.into());
+        assert!(check(&s, "s", &bd("mine"), &Target::Url(&url)).is_ok());
+        let only = secret(&[
+            (HOSTS_ANNOTATION, "git.example"),
+            (BUNDLE_DEPLOYMENTS_ANNOTATION, "shop"),
+        ]);
+        assert!(check(&only, "s", &bd("shop"), &Target::Url(&url)).is_ok());
+        let err = check(&only, "s", &bd("other"), &Target::Url(&url)).unwrap_err();
+        assert!(
+            err.message.contains("only by the BundleDeployments shop"),
+            "{}",
+            err.message
+        );
     }
 }

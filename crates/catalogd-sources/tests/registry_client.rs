@@ -153,7 +153,11 @@ fn credentials(hosts: &str) -> Credentials {
     Credentials::Basic {
         user: "alice".into(),
         password: "s3cret".into(),
-        scope: client::scope_of(Arc::new(secret), "pull".into(), "c".into()),
+        scope: client::scope_of(
+            Arc::new(secret),
+            "pull".into(),
+            catalogd_sources::scope::User::Catalog("c".into()),
+        ),
     }
 }
 

@@ -520,7 +520,7 @@ async fn hostile_images_are_refused_and_the_last_good_content_is_served() {
                 )]),
             ],
             "ContentTooLarge",
-            "more than the 1048576 catalogd accepts",
+            "more than the 1048576 allowed",
         ),
         (
             "corrupt",

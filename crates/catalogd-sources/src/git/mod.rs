@@ -155,7 +155,7 @@ impl GitSource {
             scope::check(
                 &secret,
                 &secret_ref.name,
-                catalog,
+                &scope::User::Catalog(catalog.to_owned()),
                 &scope::Target::Host {
                     host: &target.host,
                     port,
@@ -171,7 +171,7 @@ impl GitSource {
             scope::check(
                 &secret,
                 &secret_ref.name,
-                catalog,
+                &scope::User::Catalog(catalog.to_owned()),
                 &scope::Target::Url(&url),
             )?;
         }

@@ -207,7 +207,7 @@ impl LayerCache {
                     "sent more than the {} bytes {}",
                     size.min(max),
                     if written > max {
-                        "catalogd accepts (--max-content-bytes)"
+                        "bytes allowed (--max-content-bytes)"
                     } else {
                         "its descriptor says"
                     }

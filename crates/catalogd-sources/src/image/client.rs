@@ -188,7 +188,7 @@ fn clip(text: &str) -> String {
 pub async fn read_bounded(response: Response, max: u64, what: &str) -> Result<Vec<u8>, PullError> {
     if response.content_length().is_some_and(|n| n > max) {
         return Err(PullError::TooLarge(format!(
-            "{what} is larger than the {max} bytes catalogd reads"
+            "{what} is larger than the {max} bytes read from a registry"
         )));
     }
     let mut body = Vec::new();
@@ -197,7 +197,7 @@ pub async fn read_bounded(response: Response, max: u64, what: &str) -> Result<Ve
         let chunk = chunk?;
         if body.len() as u64 + chunk.len() as u64 > max {
             return Err(PullError::TooLarge(format!(
-                "{what} is larger than the {max} bytes catalogd reads"
+                "{what} is larger than the {max} bytes read from a registry"
             )));
         }
         body.extend_from_slice(&chunk);
@@ -329,7 +329,7 @@ impl Session {
         })?;
         if url.scheme() != "https" && self.base.scheme() == "https" {
             return Err(PullError::Invalid(format!(
-                "the registry names a token service over plain HTTP ({}), which catalogd does not use",
+                "the registry names a token service over plain HTTP ({}), which is never used",
                 crate::http::redact(realm)
             )));
         }
@@ -435,9 +435,9 @@ impl Session {
 pub fn scope_of(
     secret: Arc<k8s_openapi::api::core::v1::Secret>,
     name: String,
-    catalog: String,
+    user: crate::scope::User,
 ) -> ScopeCheck {
-    Arc::new(move |target: &Target<'_>| crate::scope::check(&secret, &name, &catalog, target))
+    Arc::new(move |target: &Target<'_>| crate::scope::check(&secret, &name, &user, target))
 }
 
 /// Refuses credentials with TLS verification off unless the admin allows it.
@@ -449,7 +449,7 @@ pub fn check_tls_for_credentials(
     match credentials {
         Credentials::Basic { .. } if skip_tls_verify && !allowed => Err(SourceError::new(
             reasons::CREDENTIAL_NOT_ALLOWED,
-            "spec.source.image.insecureSkipTLSVerify is set together with a pull secret: without checking the registry's certificate, anyone in between would receive the credentials. catalogd sent nothing; verify TLS (name a CA with --registry-ca-file), or have catalogd's admin allow it (--allow-credentials-without-tls-verify)",
+            "spec.source.image.insecureSkipTLSVerify is set together with a pull secret: without checking the registry's certificate, anyone in between would receive the credentials. Nothing was sent; verify TLS (name a CA with --registry-ca-file), or have the admin allow it (--allow-credentials-without-tls-verify)",
         )),
         _ => Ok(()),
     }

@@ -445,7 +445,7 @@ impl ImageFs {
     pub fn into_files(self) -> Result<Vec<(String, Vec<u8>)>, LayerError> {
         if let Some(link) = &self.link_on_path {
             return Err(LayerError::Refused(format!(
-                "/{link} is a symlink; catalogd reads /{} only as a real directory",
+                "/{link} is a symlink; /{} is read only as a real directory",
                 self.root
             )));
         }

@@ -98,7 +98,49 @@ impl ImageMetrics {
     }
 }
 
-/// Pulls catalog images.
+/// An image to pull, and for whom.
+#[derive(Debug, Clone)]
+pub struct ImageRequest<'a> {
+    /// The reference, by tag or digest.
+    pub reference: &'a str,
+    /// The field that names it, for messages (`spec.source.image`).
+    pub field: &'a str,
+    /// A pull secret in the manager's namespace.
+    pub pull_secret: Option<&'a str>,
+    /// Whether the registry's certificate goes unchecked.
+    pub insecure_skip_tls_verify: bool,
+    /// The object the image is pulled for (a pull secret's scope may name it).
+    pub user: scope::User,
+    /// The digest whose content the caller has: nothing is pulled while the reference still
+    /// names it.
+    pub have: Option<&'a str>,
+    /// The directory of the image to read: `None` for the one the image's configs label
+    /// names (a catalog), `Some("/")` for all of it (a bundle).
+    pub dir: Option<&'a str>,
+}
+
+/// What a pull gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pulled {
+    /// The reference still names the digest the caller has.
+    Unchanged {
+        /// The digest.
+        digest: String,
+        /// The reference by that digest.
+        by_digest: String,
+    },
+    /// The image's files.
+    Content {
+        /// The digest pulled.
+        digest: String,
+        /// The reference by that digest.
+        by_digest: String,
+        /// The files of the directory asked for, by path below it.
+        files: Vec<(String, Vec<u8>)>,
+    },
+}
+
+/// Pulls images for catalogs (and bundles).
 pub struct ImageSource {
     client: kube::Client,
     own_namespace: String,
@@ -129,13 +171,13 @@ impl ImageSource {
         }
     }
 
-    /// The credentials of `pull_secret` for `registry`, usable by the Catalog `catalog` where
-    /// the Secret allows: checked before any request is made.
+    /// The credentials of `pull_secret` for `registry`, usable for `user` where the Secret
+    /// allows: checked before any request is made.
     async fn credentials(
         &self,
         pull_secret: Option<&str>,
         reference: &Reference,
-        catalog: &str,
+        user: &scope::User,
     ) -> Result<Credentials, SourceError> {
         let Some(name) = pull_secret else {
             return Ok(Credentials::Anonymous);
@@ -144,10 +186,10 @@ impl ImageSource {
         let secret =
             opted_in_secret(&self.client, &self.own_namespace, name, "pull secret").await?;
         let auth = auth::registry_auth(&secret, name, registry)?;
-        let RegistryAuth::Basic(user, password) = auth else {
+        let RegistryAuth::Basic(user_name, password) = auth else {
             return Ok(Credentials::Anonymous);
         };
-        let scope = client::scope_of(Arc::new(secret), name.to_owned(), catalog.to_owned());
+        let scope = client::scope_of(Arc::new(secret), name.to_owned(), user.clone());
         // The registry's host first; its token service's when it names one.
         let (host, port) = match registry.rsplit_once(':') {
             Some((h, p)) if !h.contains(':') || h.ends_with(']') => (h, p.parse().ok()),
@@ -155,7 +197,7 @@ impl ImageSource {
         };
         scope(&scope::Target::Host { host, port })?;
         Ok(Credentials::Basic {
-            user,
+            user: user_name,
             password,
             scope,
         })
@@ -169,36 +211,79 @@ impl ImageSource {
         reserve: &Reserve,
     ) -> Result<Fetched, SourceError> {
         let spec = catalog.spec.source.image.clone().unwrap_or_default();
-        let reference: Reference = spec.r#ref.parse().map_err(|e| {
+        let now = Time(k8s_openapi::jiff::Timestamp::now());
+        // The served content came from this very digest: nothing to fetch when it still is.
+        let served_digest = super::since(mode)
+            .and_then(|p| p.image.as_ref())
+            .and_then(|i| i.resolved_ref.as_deref())
+            .and_then(reference::digest_of);
+        let request = ImageRequest {
+            reference: &spec.r#ref,
+            field: "spec.source.image",
+            pull_secret: spec.pull_secret.as_deref(),
+            insecure_skip_tls_verify: spec.insecure_skip_tls_verify,
+            user: scope::User::Catalog(catalog.metadata.name.clone().unwrap_or_default()),
+            have: served_digest,
+            dir: None,
+        };
+        let pulled = self.pull_image(&request, reserve).await?;
+        let resolved = |by_digest: String| ResolvedSource {
+            type_: Some(SourceType::Image),
+            image: Some(ResolvedImageSource {
+                r#ref: spec.r#ref.clone(),
+                resolved_ref: Some(by_digest),
+                last_poll_attempt: Some(now.clone()),
+            }),
+            ..Default::default()
+        };
+        Ok(match pulled {
+            Pulled::Unchanged { by_digest, .. } => Fetched::Unchanged {
+                resolved: resolved(by_digest),
+            },
+            Pulled::Content {
+                by_digest, files, ..
+            } => Fetched::Content {
+                files,
+                resolved: resolved(by_digest),
+            },
+        })
+    }
+
+    /// Pulls the image `request` names, unless it still names the digest the caller has:
+    /// the files of the directory it asks for, read by digest within the limits.
+    pub async fn pull_image(
+        &self,
+        request: &ImageRequest<'_>,
+        reserve: &Reserve,
+    ) -> Result<Pulled, SourceError> {
+        let reference: Reference = request.reference.parse().map_err(|e| {
             SourceError::new(
                 reasons::INVALID_REFERENCE,
                 format!(
-                    "spec.source.image.ref {:?} is not an image reference: {e}",
-                    spec.r#ref
+                    "{}.ref {:?} is not an image reference: {e}",
+                    request.field, request.reference
                 ),
             )
         })?;
-        let now = Time(k8s_openapi::jiff::Timestamp::now());
-        let catalog_name = catalog.metadata.name.as_deref().unwrap_or_default();
         let credentials = self
-            .credentials(spec.pull_secret.as_deref(), &reference, catalog_name)
+            .credentials(request.pull_secret, &reference, &request.user)
             .await?;
         client::check_tls_for_credentials(
             &credentials,
-            spec.insecure_skip_tls_verify,
+            request.insecure_skip_tls_verify,
             self.options.allow_credentials_without_tls_verify,
         )?;
-        let offered = match (&credentials, &spec.pull_secret) {
-            (Credentials::Anonymous, Some(secret)) => errors::Offered::NoEntry(secret.clone()),
+        let offered = match (&credentials, request.pull_secret) {
+            (Credentials::Anonymous, Some(secret)) => errors::Offered::NoEntry(secret.to_owned()),
             (Credentials::Anonymous, None) => errors::Offered::Nothing,
             _ => errors::Offered::Credentials,
         };
         let access = Access {
             reference: &reference,
             credentials: &credentials,
-            skip_tls_verify: spec.insecure_skip_tls_verify,
+            skip_tls_verify: request.insecure_skip_tls_verify,
         };
-        let failed = |e: PullError| e.into_source_error(&spec.r#ref, &offered);
+        let failed = |e: PullError| e.into_source_error(request.reference, &offered);
         // Everything that talks to the registry, the digest check included, is bounded by the
         // pull's timeout; unpacking, which runs on a thread a timeout cannot cancel, stops at
         // the pull's deadline.
@@ -212,60 +297,49 @@ impl ImageSource {
                 .unwrap_or_else(|_| Err(timed_out()))
                 .map_err(failed)?,
         };
-        let resolved = |digest: &str| ResolvedSource {
-            type_: Some(SourceType::Image),
-            image: Some(ResolvedImageSource {
-                r#ref: spec.r#ref.clone(),
-                resolved_ref: Some(reference::by_digest(&reference, digest)),
-                last_poll_attempt: Some(now.clone()),
-            }),
-            ..Default::default()
-        };
-        // The served content came from this very digest: nothing to fetch.
-        let served_digest = super::since(mode)
-            .and_then(|p| p.image.as_ref())
-            .and_then(|i| i.resolved_ref.as_deref())
-            .and_then(reference::digest_of);
-        if served_digest == Some(digest.as_str()) {
-            return Ok(Fetched::Unchanged {
-                resolved: resolved(&digest),
-            });
+        let by_digest = reference::by_digest(&reference, &digest);
+        if request.have == Some(digest.as_str()) {
+            return Ok(Pulled::Unchanged { digest, by_digest });
         }
         let started = Instant::now();
-        let _permit =
-            self.pulls.acquire().await.map_err(|_| {
-                SourceError::new(reasons::UNPACK_FAILED, "catalogd is shutting down")
-            })?;
-        // The configs directory's files are read into memory: the unpack budget's share for
-        // the most they may be, before anything is pulled.
+        let _permit = self.pulls.acquire().await.map_err(|_| {
+            SourceError::new(reasons::UNPACK_FAILED, "the manager is shutting down")
+        })?;
+        // The directory's files are read into memory: the unpack budget's share for the most
+        // they may be, before anything is pulled.
         reserve.reserve(self.options.max_bytes).await;
         // The pull's own deadline starts once it may run: waiting for other pulls (or for the
         // budget) is not its time.
         let deadline = Instant::now() + timeout;
-        let pulled =
-            tokio::time::timeout_at(deadline.into(), self.pull(&access, &digest, deadline))
-                .await
-                .unwrap_or_else(|_| Err(timed_out()))
-                .map_err(failed)?;
+        let files = tokio::time::timeout_at(
+            deadline.into(),
+            self.pull(&access, &digest, request.dir, deadline),
+        )
+        .await
+        .unwrap_or_else(|_| Err(timed_out()))
+        .map_err(failed)?;
         tracing::info!(
-            catalog = catalog.metadata.name.as_deref().unwrap_or_default(),
-            image = %spec.r#ref,
+            user = request.user.name(),
+            image = %request.reference,
             %digest,
-            files = pulled.len(),
+            files = files.len(),
             elapsed_ms = started.elapsed().as_millis() as u64,
-            "pulled catalog image"
+            "pulled image"
         );
-        Ok(Fetched::Content {
-            files: pulled,
-            resolved: resolved(&digest),
+        Ok(Pulled::Content {
+            digest,
+            by_digest,
+            files,
         })
     }
 
-    /// Pulls the image `digest` names and returns the files of its configs directory.
+    /// Pulls the image `digest` names and returns the files of `dir` (by default the configs
+    /// directory its label names).
     async fn pull(
         &self,
         access: &Access<'_>,
         digest: &str,
+        dir: Option<&str>,
         deadline: Instant,
     ) -> Result<Vec<(String, Vec<u8>)>, PullError> {
         let (session, bytes) = self
@@ -293,7 +367,10 @@ impl ImageSource {
             }
         };
         check_image(&image.layers, self.options.max_bytes)?;
-        let configs_dir = self.configs_dir(&session, &image).await?;
+        let configs_dir = match dir {
+            Some(dir) => dir.to_owned(),
+            None => self.configs_dir(&session, &image).await?,
+        };
         // Cached layers are this repository's: its manifest was just read with this Catalog's
         // access.
         let repository = format!(
@@ -359,7 +436,7 @@ impl ImageSource {
         let config = &image.config;
         if u64::try_from(config.size).unwrap_or(u64::MAX) > MAX_CONFIG_BYTES {
             return Err(PullError::Invalid(format!(
-                "the image config is {} bytes, more than the {MAX_CONFIG_BYTES} catalogd accepts",
+                "the image config is {} bytes, more than the {MAX_CONFIG_BYTES} allowed",
                 config.size
             )));
         }
@@ -428,7 +505,7 @@ fn describe_layer(index: usize, count: usize, digest: &str) -> String {
 fn check_image(layers: &[OciDescriptor], max_bytes: u64) -> Result<(), PullError> {
     if layers.len() > MAX_LAYERS {
         return Err(PullError::Invalid(format!(
-            "the image has {} layers, more than the {MAX_LAYERS} catalogd accepts",
+            "the image has {} layers, more than the {MAX_LAYERS} allowed",
             layers.len()
         )));
     }
@@ -441,7 +518,7 @@ fn check_image(layers: &[OciDescriptor], max_bytes: u64) -> Result<(), PullError
         return Err(PullError::Layer {
             what: "the image".into(),
             source: filesystem::LayerError::TooLarge(format!(
-                "has {total} bytes of layers, more than the {limit} catalogd accepts ({MAX_IMAGE_FACTOR} times --max-content-bytes)"
+                "has {total} bytes of layers, more than the {limit} allowed ({MAX_IMAGE_FACTOR} times --max-content-bytes)"
             )),
         });
     }
@@ -455,13 +532,13 @@ fn check_layer(layer: &OciDescriptor, max_bytes: u64) -> Result<(), filesystem::
     if !tar || layer.media_type.contains("nondistributable") || layer.media_type.contains("foreign")
     {
         return Err(LayerError::Refused(format!(
-            "has media type {}, which is not a tar layer catalogd can fetch",
+            "has media type {}, which is not a tar layer that can be fetched",
             layer.media_type
         )));
     }
     if layer.size < 0 || layer.size as u64 > max_bytes {
         return Err(LayerError::TooLarge(format!(
-            "is {} bytes, more than the {max_bytes} catalogd accepts (--max-content-bytes)",
+            "is {} bytes, more than the {max_bytes} allowed (--max-content-bytes)",
             layer.size
         )));
     }

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use catalogd::source::network::NetworkPolicy;
-use catalogd::source::scope::{HOSTS_ANNOTATION, Target, check};
+use catalogd::source::scope::{HOSTS_ANNOTATION, Target, User, check};
 use k8s_openapi::api::core::v1::Secret;
 use libfuzzer_sys::fuzz_target;
 
@@ -30,7 +30,7 @@ fn secret(hosts: &str) -> Secret {
 }
 
 fn allows(hosts: &str, url: &url::Url) -> bool {
-    check(&secret(hosts), "s", "c", &Target::Url(url)).is_ok()
+    check(&secret(hosts), "s", &User::Catalog("c".into()), &Target::Url(url)).is_ok()
 }
 
 fuzz_target!(|data: &[u8]| {
