@@ -1,7 +1,8 @@
 //! The provisioner: installs what a `BundleDeployment` names.
 //!
-//! This crate grows in steps (issue 22). [`apply`] applies a bundle's objects to a cluster and
-//! [`set`] keeps the applied set (installs, prunes, removes; both tested by the e2e tests);
+//! This crate grows in steps (issue 22). [`fetch`] reads a template's content (bundle images,
+//! ConfigMaps), [`apply`] applies a bundle's objects to a cluster and [`set`] keeps the
+//! applied set (installs, prunes, removes; all three tested by the e2e tests);
 //! the rest is pure and tested without a cluster:
 //!
 //! * [`bundle`]: a bundle's file tree, as a source unpacked it.
@@ -25,6 +26,7 @@ pub mod apply;
 pub mod applyset;
 pub mod bundle;
 pub mod conflict;
+pub mod fetch;
 pub mod format;
 pub mod marks;
 pub mod object;
