@@ -2,7 +2,8 @@
 //!
 //! This crate grows in steps (issue 22). [`fetch`] reads a template's content (bundle images,
 //! ConfigMaps), [`apply`] applies a bundle's objects to a cluster and [`set`] keeps the
-//! applied set (installs, prunes, removes; all three tested by the e2e tests);
+//! applied set (installs, prunes, removes); [`reconcile`] carries out a [`plan`] and
+//! [`controller`] runs it for every BundleDeployment (all tested by the e2e tests);
 //! the rest is pure and tested without a cluster:
 //!
 //! * [`bundle`]: a bundle's file tree, as a source unpacked it.
@@ -26,6 +27,7 @@ pub mod apply;
 pub mod applyset;
 pub mod bundle;
 pub mod conflict;
+pub mod controller;
 pub mod fetch;
 pub mod format;
 pub mod marks;
@@ -33,6 +35,7 @@ pub mod object;
 pub mod order;
 pub mod plan;
 pub mod prune;
+pub mod reconcile;
 pub mod set;
 pub mod source;
 pub mod status;

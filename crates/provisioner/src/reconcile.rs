@@ -1,0 +1,281 @@
+//! One reconcile of a BundleDeployment: the [`plan`] carried out. Content is fetched once per
+//! template and its objects kept in memory (a resync re-applies them, undoing drift, without
+//! fetching again); the status is written with server-side apply, only when it changed.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::{Client, ResourceExt};
+use olm_api::bundle_deployment::BundleDeployment;
+use olm_runtime::{EventPublisher, EventType};
+use serde_json::json;
+
+use crate::apply::{Applier, ApplyError, FIELD_MANAGER};
+use crate::fetch::Fetcher;
+use crate::format::plain;
+use crate::marks::Owner;
+use crate::object::Object;
+use crate::plan::{FINALIZER, Plan, installed_of, plan};
+use crate::source::{Format, Wanted};
+use crate::status::{Attempt, Installed, Verdict, reasons, verdict};
+
+/// How often an installed BundleDeployment is applied again, restoring what drifted.
+pub const RESYNC: Duration = Duration::from_secs(600);
+/// How soon a failed install is tried again (a dependency may arrive later).
+pub const RETRY: Duration = Duration::from_secs(30);
+
+/// The field manager of the finalizer: its own, because an apply states all of a manager's
+/// fields, and the finalizer is written apart from the ApplySet record on the same object.
+pub const FINALIZER_MANAGER: &str = "olm-provisioner-finalizer";
+
+/// What every reconcile shares.
+pub struct Context {
+    /// The client (writes fail unless this replica leads).
+    pub client: Client,
+    /// Applies objects and keeps the applied sets.
+    pub applier: Applier,
+    /// Fetches templates' content.
+    pub fetcher: Fetcher,
+    /// Events about BundleDeployments.
+    pub events: EventPublisher,
+    /// The objects of each BundleDeployment's last fetched template.
+    pub contents: Mutex<HashMap<String, Held>>,
+}
+
+/// A template's objects, by its bundle name.
+pub type Held = (String, Arc<Vec<Object>>);
+
+/// Why a reconcile failed (it is retried).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Writing the BundleDeployment (finalizer, status) failed.
+    #[error("{what}: {source}")]
+    Write {
+        /// What was written.
+        what: &'static str,
+        /// The client error.
+        source: kube::Error,
+    },
+    /// Removing what was applied failed; the finalizer stays.
+    #[error("uninstalling: {0}")]
+    Uninstall(ApplyError),
+}
+
+/// Reconciles `bd`.
+pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let name = bd.name_any();
+    let owner = Owner {
+        name: name.clone(),
+        uid: bd.uid().unwrap_or_default(),
+    };
+    match plan(&bd) {
+        Plan::Ignore | Plan::Gone => Ok(Action::await_change()),
+        Plan::AddFinalizer => {
+            set_finalizer(&ctx.client, &name, true).await?;
+            // The write is a change: the next reconcile installs.
+            Ok(Action::await_change())
+        }
+        Plan::Uninstall => {
+            let removed = ctx
+                .applier
+                .remove_all(&owner)
+                .await
+                .map_err(Error::Uninstall)?;
+            for crd in &removed.kept {
+                let note = format!(
+                    "kept {crd}: custom resources of it remain, and deleting it would delete them; its owner marks were removed"
+                );
+                tracing::warn!(bundle_deployment = %name, %crd, "{note}");
+                ctx.events
+                    .publish(&*bd, EventType::Warning, "CRDKept", "Uninstall", note)
+                    .await;
+            }
+            ctx.contents
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&name);
+            set_finalizer(&ctx.client, &name, false).await?;
+            Ok(Action::await_change())
+        }
+        Plan::Refuse { refusal, wanted } => {
+            let attempt = Attempt::Invalid {
+                reason: refusal.reason,
+                message: refusal.message.clone(),
+            };
+            write_status(&ctx, &bd, &wanted, &attempt).await?;
+            Ok(Action::await_change())
+        }
+        Plan::Install {
+            format,
+            source,
+            wanted,
+        } => {
+            let attempt = install(&ctx, &owner, format, &source, &wanted).await;
+            let retry = !matches!(attempt, Attempt::Applied);
+            let before = installed_of(&bd);
+            let changed = write_status(&ctx, &bd, &wanted, &attempt).await?;
+            if changed {
+                announce(&ctx, &bd, before.as_ref(), &wanted, &attempt).await;
+            }
+            Ok(Action::requeue(if retry { RETRY } else { RESYNC }))
+        }
+    }
+}
+
+/// Fetches (unless this template's objects are held) and syncs.
+async fn install(
+    ctx: &Context,
+    owner: &Owner,
+    format: Format,
+    source: &Wanted,
+    wanted: &Installed,
+) -> Attempt {
+    let held = ctx
+        .contents
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&owner.name)
+        .filter(|(bundle, _)| *bundle == wanted.bundle)
+        .map(|(_, objects)| objects.clone());
+    let objects = match held {
+        Some(objects) => objects,
+        None => {
+            let content = match ctx.fetcher.fetch(&owner.name, source).await {
+                Ok(content) => content,
+                Err(e) => return Attempt::UnpackFailed(e.to_string()),
+            };
+            let objects = match format {
+                Format::Plain => plain::objects(&content.tree),
+            };
+            let objects = match objects {
+                Ok(objects) => Arc::new(objects),
+                Err(e) => {
+                    return Attempt::Invalid {
+                        reason: reasons::BUNDLE_LOAD_FAILED,
+                        message: e.to_string(),
+                    };
+                }
+            };
+            ctx.contents
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(owner.name.clone(), (wanted.bundle.clone(), objects.clone()));
+            objects
+        }
+    };
+    match ctx.applier.sync(owner, objects.to_vec()).await {
+        Ok(_) => Attempt::Applied,
+        Err(ApplyError::Conflicts(c)) => Attempt::Conflicts(crate::conflict::message(&c)),
+        Err(e) => Attempt::ApplyFailed(e.to_string()),
+    }
+}
+
+/// Writes the status `attempt` gives, when it differs from what is there; whether it did.
+async fn write_status(
+    ctx: &Context,
+    bd: &BundleDeployment,
+    wanted: &Installed,
+    attempt: &Attempt,
+) -> Result<bool, Error> {
+    let status = bd.status.clone().unwrap_or_default();
+    let installed = installed_of(bd);
+    let now = Time(k8s_openapi::jiff::Timestamp::now());
+    let Verdict {
+        conditions,
+        installed: after,
+    } = verdict(
+        &status.conditions,
+        installed.as_ref(),
+        wanted,
+        attempt,
+        bd.metadata.generation,
+        &now,
+    );
+    let active = after.map(|i| i.bundle);
+    if conditions == status.conditions
+        && active == status.active_bundle
+        && status.observed_generation == bd.metadata.generation
+    {
+        return Ok(false);
+    }
+    let patch = json!({
+        "apiVersion": "core.rukpak.io/v1alpha1",
+        "kind": "BundleDeployment",
+        "status": {
+            "conditions": conditions,
+            "activeBundle": active,
+            "observedGeneration": bd.metadata.generation,
+        },
+    });
+    Api::<BundleDeployment>::all(ctx.client.clone())
+        .patch_status(
+            &bd.name_any(),
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(patch),
+        )
+        .await
+        .map_err(|source| Error::Write {
+            what: "writing the status",
+            source,
+        })?;
+    Ok(true)
+}
+
+/// An event for what changed: an install, an upgrade, or why neither happened.
+async fn announce(
+    ctx: &Context,
+    bd: &BundleDeployment,
+    before: Option<&Installed>,
+    wanted: &Installed,
+    attempt: &Attempt,
+) {
+    let (type_, reason, note) = match (attempt, before) {
+        (Attempt::Applied, None) => (
+            EventType::Normal,
+            "Installed",
+            format!("installed {}", wanted.bundle),
+        ),
+        (Attempt::Applied, Some(old)) if old.bundle != wanted.bundle => (
+            EventType::Normal,
+            "Upgraded",
+            format!("upgraded from {} to {}", old.bundle, wanted.bundle),
+        ),
+        (Attempt::Applied, Some(_)) => return,
+        (Attempt::Conflicts(m), _) => (EventType::Warning, reasons::CONFLICT, m.clone()),
+        (Attempt::ApplyFailed(m), _) => (EventType::Warning, "ApplyFailed", m.clone()),
+        (Attempt::UnpackFailed(m), _) => (EventType::Warning, "UnpackFailed", m.clone()),
+        (Attempt::Invalid { reason, message }, _) => (EventType::Warning, *reason, message.clone()),
+        (Attempt::Unpacking(_), _) => return,
+    };
+    ctx.events.publish(bd, type_, reason, "Install", note).await;
+}
+
+/// Adds or removes our finalizer (server-side apply of our one entry).
+async fn set_finalizer(client: &Client, name: &str, on: bool) -> Result<(), Error> {
+    let finalizers: Vec<&str> = if on { vec![FINALIZER] } else { Vec::new() };
+    let patch = json!({
+        "apiVersion": "core.rukpak.io/v1alpha1",
+        "kind": "BundleDeployment",
+        "metadata": {"name": name, "finalizers": finalizers},
+    });
+    Api::<BundleDeployment>::all(client.clone())
+        .patch(
+            name,
+            &PatchParams::apply(FINALIZER_MANAGER),
+            &Patch::Apply(patch),
+        )
+        .await
+        .map_err(|source| Error::Write {
+            what: if on {
+                "adding the finalizer"
+            } else {
+                "removing the finalizer"
+            },
+            source,
+        })?;
+    Ok(())
+}
