@@ -108,13 +108,10 @@ impl Spans {
 mod tests {
     use super::*;
 
+    use crate::object::Key;
+
     fn key(group: &str, kind: &str, namespace: Option<&str>, name: &str) -> Key {
-        Key {
-            group: group.into(),
-            kind: kind.into(),
-            namespace: namespace.map(Into::into),
-            name: name.into(),
-        }
+        Key::new(group, kind, namespace, name)
     }
 
     #[test]

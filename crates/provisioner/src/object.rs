@@ -18,6 +18,18 @@ pub struct Key {
     pub name: String,
 }
 
+impl Key {
+    /// The key of `name` of `kind` in `group`, in `namespace` if namespaced.
+    pub fn new(group: &str, kind: &str, namespace: Option<&str>, name: &str) -> Key {
+        Key {
+            group: group.to_owned(),
+            kind: kind.to_owned(),
+            namespace: namespace.map(str::to_owned),
+            name: name.to_owned(),
+        }
+    }
+}
+
 impl fmt::Display for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let kind = if self.group.is_empty() {

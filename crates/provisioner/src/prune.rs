@@ -44,13 +44,10 @@ pub fn removal(live: impl IntoIterator<Item = (Key, Ownership)>, keep: &BTreeSet
 mod tests {
     use super::*;
 
+    use crate::object::Key;
+
     fn key(group: &str, kind: &str, namespace: Option<&str>, name: &str) -> Key {
-        Key {
-            group: group.into(),
-            kind: kind.into(),
-            namespace: namespace.map(Into::into),
-            name: name.into(),
-        }
+        Key::new(group, kind, namespace, name)
     }
 
     #[test]

@@ -135,96 +135,67 @@ pub fn verdict(
         }
     };
     let mut installed_after = installed.cloned();
-    match attempt {
-        Attempt::Unpacking(message) => {
-            set(
-                types::UNPACKED,
-                "Unknown",
-                reasons::UNPACK_PENDING,
-                message.clone(),
-            );
-            set(
-                types::HAS_VALID_BUNDLE,
-                "Unknown",
-                reasons::UNPACK_PENDING,
-                format!("waiting for {bundle} to be unpacked"),
-            );
-            if installed.is_none() {
-                set(
-                    types::INSTALLED,
-                    "False",
-                    reasons::INSTALL_PENDING,
-                    format!("waiting for {bundle} to be unpacked"),
-                );
-            }
-        }
-        Attempt::UnpackFailed(message) => {
-            set(
-                types::UNPACKED,
-                "False",
-                reasons::UNPACK_FAILED,
-                message.clone(),
-            );
-            set(
-                types::HAS_VALID_BUNDLE,
+    let waiting = || format!("waiting for {bundle} to be unpacked");
+    let unpacked = || {
+        (
+            "True",
+            reasons::UNPACK_SUCCESSFUL,
+            format!("unpacked {bundle}"),
+        )
+    };
+    // `Unpacked` and `HasValidBundle` say how far the attempt got.
+    let (fetched, valid) = match attempt {
+        Attempt::Unpacking(m) => (
+            ("Unknown", reasons::UNPACK_PENDING, m.clone()),
+            ("Unknown", reasons::UNPACK_PENDING, waiting()),
+        ),
+        Attempt::UnpackFailed(m) => (
+            ("False", reasons::UNPACK_FAILED, m.clone()),
+            (
                 "False",
                 reasons::UNPACK_FAILED,
                 format!("{bundle} could not be unpacked"),
-            );
-            if installed.is_none() {
-                set(
-                    types::INSTALLED,
-                    "False",
-                    reasons::INSTALL_FAILED,
-                    format!("{bundle} could not be unpacked: {message}"),
-                );
-            }
-        }
-        Attempt::Invalid { reason, message } => {
-            set(
-                types::UNPACKED,
-                "True",
-                reasons::UNPACK_SUCCESSFUL,
-                format!("unpacked {bundle}"),
-            );
-            set(types::HAS_VALID_BUNDLE, "False", reason, message.clone());
-            let (why, text) = failed(message);
-            set(types::INSTALLED, "False", why, text);
-        }
-        Attempt::Conflicts(message) | Attempt::ApplyFailed(message) => {
-            set(
-                types::UNPACKED,
-                "True",
-                reasons::UNPACK_SUCCESSFUL,
-                format!("unpacked {bundle}"),
-            );
-            set(
-                types::HAS_VALID_BUNDLE,
+            ),
+        ),
+        Attempt::Invalid { reason, message } => (unpacked(), ("False", *reason, message.clone())),
+        Attempt::Conflicts(_) | Attempt::ApplyFailed(_) | Attempt::Applied => (
+            unpacked(),
+            (
                 "True",
                 reasons::UNPACK_SUCCESSFUL,
                 format!("{bundle} is a valid bundle"),
+            ),
+        ),
+    };
+    set(types::UNPACKED, fetched.0, fetched.1, fetched.2);
+    set(types::HAS_VALID_BUNDLE, valid.0, valid.1, valid.2);
+    // `Installed` says whether the wanted template is what is installed; content that could
+    // not even be fetched changes nothing about an installed version.
+    match attempt {
+        Attempt::Unpacking(_) if installed.is_none() => {
+            set(
+                types::INSTALLED,
+                "False",
+                reasons::INSTALL_PENDING,
+                waiting(),
             );
+        }
+        Attempt::UnpackFailed(m) if installed.is_none() => set(
+            types::INSTALLED,
+            "False",
+            reasons::INSTALL_FAILED,
+            format!("{bundle} could not be unpacked: {m}"),
+        ),
+        Attempt::Unpacking(_) | Attempt::UnpackFailed(_) => {}
+        Attempt::Invalid { message, .. } | Attempt::ApplyFailed(message) => {
             let (why, text) = failed(message);
-            let why = if matches!(attempt, Attempt::Conflicts(_)) {
-                reasons::CONFLICT
-            } else {
-                why
-            };
             set(types::INSTALLED, "False", why, text);
+        }
+        Attempt::Conflicts(message) => {
+            let (_, text) = failed(message);
+            set(types::INSTALLED, "False", reasons::CONFLICT, text);
         }
         Attempt::Applied => {
-            set(
-                types::UNPACKED,
-                "True",
-                reasons::UNPACK_SUCCESSFUL,
-                format!("unpacked {bundle}"),
-            );
-            set(
-                types::HAS_VALID_BUNDLE,
-                "True",
-                reasons::UNPACK_SUCCESSFUL,
-                format!("{bundle} is a valid bundle"),
-            );
             set(
                 types::INSTALLED,
                 "True",
