@@ -75,35 +75,19 @@ pub fn plan(bd: &BundleDeployment) -> Plan {
     }
 }
 
-/// The hash and bundle name of `bd`'s template.
+/// The bundle name of `bd`'s template.
 pub fn wanted_of(bd: &BundleDeployment) -> Installed {
     let value = serde_json::to_value(&bd.spec.template).unwrap_or_default();
-    let hash = template::hash(&value);
     let name = bd.metadata.name.as_deref().unwrap_or_default();
     Installed {
-        bundle: template::bundle_name(name, &hash),
-        hash,
+        bundle: template::bundle_name(name, &template::hash(&value)),
     }
 }
 
-/// What `bd`'s status says is installed: its `activeBundle` (the hash is the part after the
-/// name, as [`template::bundle_name`] cut it).
+/// What `bd`'s status says is installed: its `activeBundle`.
 pub fn installed_of(bd: &BundleDeployment) -> Option<Installed> {
     let bundle = bd.status.as_ref()?.active_bundle.clone()?;
-    let name = bd.metadata.name.as_deref().unwrap_or_default();
-    let hash = bundle
-        .strip_prefix(name)
-        .and_then(|rest| rest.strip_prefix('-'))
-        .or_else(|| bundle.rsplit_once('-').map(|(_, h)| h))
-        .unwrap_or_default()
-        .to_owned();
-    Some(Installed { hash, bundle })
-}
-
-/// Whether `installed` is the template `wanted` (bundle names compare: the hash they carry is
-/// cut the same way).
-pub fn is_installed(installed: Option<&Installed>, wanted: &Installed) -> bool {
-    installed.is_some_and(|i| i.bundle == wanted.bundle)
+    Some(Installed { bundle })
 }
 
 #[cfg(test)]
@@ -206,6 +190,34 @@ mod tests {
     }
 
     #[test]
+    fn a_failure_of_the_installed_template_itself_is_not_told_as_an_upgrade() {
+        // What is installed is known from activeBundle only, as a restarted provisioner sees it.
+        let mut b = bd(PLAIN_PROVISIONER, PLAIN_PROVISIONER, "image");
+        let wanted = wanted_of(&b);
+        b.status = Some(BundleDeploymentStatus {
+            active_bundle: Some(wanted.bundle.clone()),
+            ..BundleDeploymentStatus::default()
+        });
+        let now = Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
+        let v = crate::status::verdict(
+            &[],
+            installed_of(&b).as_ref(),
+            &wanted,
+            &crate::status::Attempt::ApplyFailed("forbidden".into()),
+            None,
+            &now,
+        );
+        let c = olm_api::conditions::find_condition(&v.conditions, "Installed")
+            .unwrap_or_else(|| unreachable!());
+        assert_eq!(
+            c.reason,
+            crate::status::reasons::RECONCILE_FAILED,
+            "{}",
+            c.message
+        );
+    }
+
+    #[test]
     fn what_is_installed_is_read_from_active_bundle_and_compared_by_name() {
         let mut b = bd(PLAIN_PROVISIONER, PLAIN_PROVISIONER, "image");
         assert_eq!(installed_of(&b), None);
@@ -214,18 +226,12 @@ mod tests {
             active_bundle: Some(wanted.bundle.clone()),
             ..BundleDeploymentStatus::default()
         });
-        let installed = installed_of(&b);
-        assert!(is_installed(installed.as_ref(), &wanted));
-        assert!(
-            wanted
-                .hash
-                .starts_with(&installed.unwrap_or_else(|| unreachable!()).hash)
-        );
+        assert_eq!(installed_of(&b), Some(wanted.clone()));
         // A changed template is another bundle.
         b.spec.template.spec.source.image = Some(BundleImageSource {
             r#ref: "r.io/shop:2".into(),
             pull_secret: None,
         });
-        assert!(!is_installed(installed_of(&b).as_ref(), &wanted_of(&b)));
+        assert_ne!(installed_of(&b), Some(wanted_of(&b)));
     }
 }

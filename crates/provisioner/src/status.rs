@@ -46,12 +46,11 @@ pub mod reasons {
     pub const RECONCILE_FAILED: &str = "ReconcileFailed";
 }
 
-/// What is installed: the template hash and the bundle name status shows.
+/// A template by its bundle name, `<bd>-<hash>` (`status.activeBundle`): the name is all a
+/// status keeps, so it is what identifies a template (its hash cut as the name cuts it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Installed {
-    /// The installed template's hash.
-    pub hash: String,
-    /// `<bd>-<hash>` (`status.activeBundle`).
+    /// `<bd>-<hash>`.
     pub bundle: String,
 }
 
@@ -111,8 +110,8 @@ pub fn verdict(
         );
     };
     let bundle = &wanted.bundle;
-    let upgrading = installed.filter(|i| i.hash != wanted.hash);
-    let current = installed.filter(|i| i.hash == wanted.hash);
+    let upgrading = installed.filter(|i| *i != wanted);
+    let current = installed.filter(|i| *i == wanted);
     // How an install that did not happen is told: first install, upgrade, or the installed
     // version itself.
     let failed = |what: &str| -> (&'static str, String) {

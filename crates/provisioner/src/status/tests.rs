@@ -9,7 +9,6 @@ fn at(secs: i64) -> Time {
 
 fn version(n: u8) -> Installed {
     Installed {
-        hash: format!("h{n}"),
         bundle: format!("shop-h{n}"),
     }
 }
