@@ -117,8 +117,14 @@ pub fn stop(child: &Kept, grace: std::time::Duration) -> Result<()> {
     let mut child = child
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if !signal(&mut child, "TERM").unwrap_or(true) {
-        return Ok(());
+    stop_child(&mut child, grace).map(|_| ())
+}
+
+/// Stops `child`: SIGTERM through its handle, SIGKILL when it is still running after `grace`;
+/// waits until it has exited. Whether it had to be killed.
+pub fn stop_child(child: &mut Child, grace: std::time::Duration) -> Result<bool> {
+    if !signal(child, "TERM").unwrap_or(true) {
+        return Ok(false);
     }
     let deadline = std::time::Instant::now() + grace;
     while std::time::Instant::now() < deadline {
@@ -127,14 +133,14 @@ pub fn stop(child: &Kept, grace: std::time::Duration) -> Result<()> {
             .map_err(|e| Error::Fixture(e.to_string()))?
             .is_some()
         {
-            return Ok(());
+            return Ok(false);
         }
         // Polling our own child's exit, bounded by the deadline.
-        std::thread::sleep(std::time::Duration::from_millis(100));
+        std::thread::sleep(std::time::Duration::from_millis(50));
     }
     child.kill().map_err(|e| Error::Fixture(e.to_string()))?;
     child.wait().map_err(|e| Error::Fixture(e.to_string()))?;
-    Ok(())
+    Ok(true)
 }
 
 /// The first `name` on `PATH`, if any.

@@ -106,7 +106,7 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
                 reason: refusal.reason,
                 message: refusal.message.clone(),
             };
-            write_status(&ctx, &bd, &wanted, &attempt).await?;
+            write_status(&ctx, &bd, installed_of(&bd).as_ref(), &wanted, &attempt).await?;
             Ok(Action::await_change())
         }
         Plan::Install {
@@ -117,7 +117,7 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
             let attempt = install(&ctx, &owner, format, &source, &wanted).await;
             let retry = !matches!(attempt, Attempt::Applied);
             let before = installed_of(&bd);
-            let changed = write_status(&ctx, &bd, &wanted, &attempt).await?;
+            let changed = write_status(&ctx, &bd, before.as_ref(), &wanted, &attempt).await?;
             if changed {
                 announce(&ctx, &bd, before.as_ref(), &wanted, &attempt).await;
             }
@@ -174,22 +174,23 @@ async fn install(
     }
 }
 
-/// Writes the status `attempt` gives, when it differs from what is there; whether it did.
+/// Writes the status `attempt` gives (with `installed` what was installed before it), when it
+/// differs from what is there; whether it did.
 async fn write_status(
     ctx: &Context,
     bd: &BundleDeployment,
+    installed: Option<&Installed>,
     wanted: &Installed,
     attempt: &Attempt,
 ) -> Result<bool, Error> {
     let status = bd.status.clone().unwrap_or_default();
-    let installed = installed_of(bd);
     let now = Time(k8s_openapi::jiff::Timestamp::now());
     let Verdict {
         conditions,
         installed: after,
     } = verdict(
         &status.conditions,
-        installed.as_ref(),
+        installed,
         wanted,
         attempt,
         bd.metadata.generation,

@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use kube::discovery::{self, Scope};
 use kube::{Client, ResourceExt};
@@ -115,12 +116,12 @@ impl Applier {
             )
             .await
             .map_err(|e| ApplyError::Refused {
-                key: Box::new(Key {
-                    group: "core.rukpak.io".into(),
-                    kind: marks::BUNDLE_DEPLOYMENT.into(),
-                    namespace: None,
-                    name: owner.name.clone(),
-                }),
+                key: Box::new(Key::new(
+                    "core.rukpak.io",
+                    marks::BUNDLE_DEPLOYMENT,
+                    None,
+                    &owner.name,
+                )),
                 message: api_message(e),
             })?;
         Ok(())
@@ -171,9 +172,10 @@ impl Applier {
         owner: &Owner,
         removal: &Removal,
     ) -> Result<(Vec<Key>, Vec<Key>), ApplyError> {
+        let mut served = Served::default();
         let mut removed = Vec::new();
         for key in &removal.delete {
-            if self.delete(key).await? {
+            if self.delete(&mut served, key).await? {
                 removed.push(key.clone());
             }
         }
@@ -182,7 +184,7 @@ impl Applier {
             if self.has_custom_resources(&crd.name).await? {
                 self.unmark(crd, owner).await?;
                 kept.push(crd.clone());
-            } else if self.delete(crd).await? {
+            } else if self.delete(&mut served, crd).await? {
                 removed.push(crd.clone());
             }
         }
@@ -190,8 +192,8 @@ impl Applier {
     }
 
     /// Deletes `key`; false when it was gone already.
-    async fn delete(&self, key: &Key) -> Result<bool, ApplyError> {
-        let Some((resource, scope)) = served(&self.client, &key.group, &key.kind).await else {
+    async fn delete(&self, served: &mut Served, key: &Key) -> Result<bool, ApplyError> {
+        let Some((resource, scope)) = served.get(&self.client, &key.group, &key.kind).await else {
             return Ok(false);
         };
         let api: Api<DynamicObject> = match (&scope, &key.namespace) {
@@ -212,7 +214,6 @@ impl Applier {
 
     /// Whether the CRD `name` still has a custom resource anywhere.
     async fn has_custom_resources(&self, name: &str) -> Result<bool, ApplyError> {
-        use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
         let read = |source| ApplyError::Read {
             what: format!("reading CustomResourceDefinition {name}"),
             source,
@@ -247,7 +248,6 @@ impl Applier {
     /// Takes our marks off `crd` and says why it is still there (a merge patch: the
     /// definition itself is left exactly as it is).
     async fn unmark(&self, crd: &Key, owner: &Owner) -> Result<(), ApplyError> {
-        use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
         let api: Api<CustomResourceDefinition> = Api::all(self.client.clone());
         let patch = json!({
             "metadata": {
@@ -272,6 +272,28 @@ impl Applier {
 /// On a CRD kept because custom resources of it remained: the BundleDeployment that had
 /// installed it.
 pub const KEPT: &str = "olm-rs.io/kept-from-bundle-deployment";
+
+/// Discovery answers of one removal: each group-kind is looked up once, however many of its
+/// objects go.
+#[derive(Default)]
+struct Served(std::collections::HashMap<(String, String), Option<(ApiResource, Scope)>>);
+
+impl Served {
+    async fn get(
+        &mut self,
+        client: &Client,
+        group: &str,
+        kind: &str,
+    ) -> Option<(ApiResource, Scope)> {
+        let key = (group.to_owned(), kind.to_owned());
+        if let Some(found) = self.0.get(&key) {
+            return found.clone();
+        }
+        let found = served(client, group, kind).await;
+        self.0.insert(key, found.clone());
+        found
+    }
+}
 
 /// The resource and scope of `kind` in `group` (its preferred version), if served.
 async fn served(client: &Client, group: &str, kind: &str) -> Option<(ApiResource, Scope)> {

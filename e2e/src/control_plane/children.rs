@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::components::Component;
 use super::folder::io_error;
@@ -86,28 +86,14 @@ impl Children {
     /// Stops every component, the last started first: SIGTERM, then SIGKILL after
     /// [`STOP_GRACE`]. Blocks until all have exited.
     pub fn stop_all(&self) {
-        let mut procs = self.procs();
-        for (name, child) in procs.iter_mut().rev() {
-            // `signal` looks with try_wait first: an exited (reaped) child is not signalled.
-            if !crate::process::signal(child, "TERM").unwrap_or(true) {
-                continue;
-            }
-            let deadline = Instant::now() + STOP_GRACE;
-            loop {
-                match child.try_wait() {
-                    Ok(Some(_)) | Err(_) => break,
-                    Ok(None) if Instant::now() >= deadline => {
-                        super::log(&format!(
-                            "{name} ignored SIGTERM for {}s; killing it",
-                            STOP_GRACE.as_secs()
-                        ));
-                        let _ = child.kill();
-                        let _ = child.wait();
-                        break;
-                    }
-                    // Polling our own child's exit, bounded by the deadline.
-                    Ok(None) => std::thread::sleep(Duration::from_millis(50)),
-                }
+        for (name, child) in self.procs().iter_mut().rev() {
+            match crate::process::stop_child(child, STOP_GRACE) {
+                Ok(true) => super::log(&format!(
+                    "{name} ignored SIGTERM for {}s; it was killed",
+                    STOP_GRACE.as_secs()
+                )),
+                Ok(false) => {}
+                Err(e) => super::log(&format!("stopping {name}: {e}")),
             }
         }
     }
