@@ -1,10 +1,11 @@
 # syntax=docker/dockerfile:1
 #
-# The images of olm-rs's three managers, one target each:
+# The images of olm-rs's four managers, one target each:
 #
 #   docker build --target catalogd            -t olm-rs/catalogd .
 #   docker build --target operator-controller -t olm-rs/operator-controller .
 #   docker build --target catalog-switcher    -t olm-rs/catalog-switcher .
+#   docker build --target provisioner         -t olm-rs/provisioner .
 #
 # Each is one static binary (musl) on distroless "static" (no shell, no package manager, no
 # libc), running as the non-root user 65532. The binary is the entrypoint, so the chart passes
@@ -21,9 +22,9 @@ WORKDIR /src
 COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --release --locked -p catalogd -p operator-controller -p catalog-switcher \
+    cargo build --release --locked -p catalogd -p operator-controller -p catalog-switcher -p provisioner \
     && mkdir -p /out \
-    && cp target/release/catalogd target/release/operator-controller target/release/catalog-switcher /out/
+    && cp target/release/catalogd target/release/operator-controller target/release/catalog-switcher target/release/provisioner /out/
 
 FROM ${BASE_IMAGE} AS catalogd
 COPY --from=build /out/catalogd /catalogd
@@ -39,3 +40,8 @@ FROM ${BASE_IMAGE} AS catalog-switcher
 COPY --from=build /out/catalog-switcher /catalog-switcher
 USER 65532:65532
 ENTRYPOINT ["/catalog-switcher"]
+
+FROM ${BASE_IMAGE} AS provisioner
+COPY --from=build /out/provisioner /provisioner
+USER 65532:65532
+ENTRYPOINT ["/provisioner"]

@@ -122,7 +122,7 @@ pub fn spawn(
         c.env("KUBECONFIG", kubeconfig)
             .env(
                 "RUST_LOG",
-                "info,catalogd=debug,operator_controller=debug,kube=warn,kube_runtime=debug,olm_runtime=debug",
+                "info,catalogd=debug,operator_controller=debug,provisioner=debug,kube=warn,kube_runtime=debug,olm_runtime=debug",
             )
             .stdin(Stdio::null())
             .stdout(file)
@@ -525,6 +525,48 @@ pub fn start_catalog_switcher_with(name: &str, extra_args: &[String]) -> Result<
     start_running("catalog-switcher", name, &[], extra_args)
 }
 
+/// A running provisioner.
+pub type Provisioner = Running;
+
+static PROVISIONER: OnceLock<std::result::Result<Provisioner, String>> = OnceLock::new();
+
+/// The provisioner of this test process, started on first use as the `provisioner`
+/// ServiceAccount. It reconciles only BundleDeployments with the e2e label (every test's own,
+/// see [`crate::context::TestContext::labelled`]), so those operator-controller writes for
+/// other tests are left alone.
+pub fn provisioner() -> Result<&'static Provisioner> {
+    PROVISIONER
+        .get_or_init(|| {
+            let selector = format!(
+                "--bundle-deployment-selector={}",
+                crate::context::E2E_LABEL
+            );
+            start_provisioner_with("provisioner", &[selector]).map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| Error::Cluster(e.clone()))
+}
+
+/// Starts a provisioner of its own, named `name` in logs, as the `provisioner` ServiceAccount,
+/// with the harness's flags (the loopback registry allowed and trusted, the layer cache in its
+/// working folder) and then `extra_args` (a later flag wins).
+pub fn start_provisioner_with(name: &str, extra_args: &[String]) -> Result<Provisioner> {
+    let flags = [
+        format!("--namespace={OLM_NAMESPACE}"),
+        "--http-timeout-seconds=10".to_owned(),
+        "--max-content-bytes=1048576".to_owned(),
+        "--allow-loopback-sources".to_owned(),
+        format!(
+            "--registry-ca-file={}",
+            crate::tls::ca()?.cert_file().display()
+        ),
+    ];
+    let mut args: Vec<String> = flags.to_vec();
+    args.extend(extra_args.iter().cloned());
+    let flags: Vec<&str> = args.iter().map(String::as_str).collect();
+    start_running("provisioner", name, &flags, &[])
+}
+
 /// Starts `binary` as its chart ServiceAccount (named like it), named `name` in logs, on a
 /// free admin port, with `flags` and then `extra_args`.
 fn start_running(
@@ -536,6 +578,10 @@ fn start_running(
     let (base, dir, kubeconfig) = working_dir(name, binary)?;
     let admin_port = free_port()?;
     let mut args = vec![format!("--admin-address=127.0.0.1:{admin_port}")];
+    if binary == "provisioner" {
+        // Its layer cache, in its working folder (removed when this process exits).
+        args.push(format!("--cache-dir={}", dir.join("cache").display()));
+    }
     args.extend(flags.iter().map(|f| (*f).to_owned()));
     args.extend(extra_args.iter().cloned());
     let admin_url = format!("{}://127.0.0.1:{admin_port}", admin_scheme(&args));

@@ -146,3 +146,23 @@ capabilities:
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The flags of a sources block (catalogd.sources, provisioner.sources), as a YAML list:
+     where the manager's fetches may connect (docs/catalogs.md, "Network policy"). */}}
+{{- define "olm.sourceArgs" -}}
+{{- $args := list -}}
+{{- if .allowLoopback }}{{ $args = append $args "--allow-loopback-sources" }}{{ end -}}
+{{- if .allowLinkLocal }}{{ $args = append $args "--allow-link-local-sources" }}{{ end -}}
+{{- with .deniedCIDRs }}{{ $args = append $args (printf "--denied-source-cidrs=%s" (join "," .)) }}{{ end -}}
+{{- with .allowedHosts }}{{ $args = append $args (printf "--allowed-source-hosts=%s" (join "," .)) }}{{ end -}}
+{{- if .allowCredentialsWithoutTLSVerify }}{{ $args = append $args "--allow-credentials-without-tls-verify" }}{{ end -}}
+{{ toYaml $args }}
+{{- end -}}
+
+{{/* The managers the chart runs, as a YAML list. */}}
+{{- define "olm.managers" -}}
+{{- $managers := list "catalogd" "operator-controller" -}}
+{{- if .Values.catalogSwitcher.enabled }}{{ $managers = append $managers "catalog-switcher" }}{{ end -}}
+{{- if .Values.provisioner.enabled }}{{ $managers = append $managers "provisioner" }}{{ end -}}
+{{ toYaml $managers }}
+{{- end -}}

@@ -6,6 +6,7 @@ pub mod archive;
 pub mod budget;
 pub mod configmaps;
 pub mod credentials;
+pub mod flags;
 pub mod custom;
 pub mod git;
 pub mod http;

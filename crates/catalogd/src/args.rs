@@ -3,7 +3,6 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use clap::Parser;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -11,7 +10,7 @@ use olm_runtime::RuntimeArgs;
 
 use crate::budget::MemorySettings;
 use crate::source::custom::resources;
-use crate::source::network::NetworkPolicy;
+pub use crate::source::flags::{ImageArgs, NetworkArgs};
 
 /// catalogd: unpacks, validates and serves the content of Catalog objects.
 #[derive(Parser, Debug)]
@@ -57,26 +56,9 @@ pub struct Args {
     /// How long one HTTP fetch may take, in seconds.
     #[arg(long, default_value_t = 120)]
     pub http_timeout_seconds: u64,
-    /// How long one image pull may take in all, in seconds (connecting and each read are
-    /// bounded by --http-timeout-seconds).
-    #[arg(long, default_value_t = 300)]
-    pub image_timeout_seconds: u64,
-    /// Image pulls running at once, across all Catalogs.
-    #[arg(long, default_value_t = 2)]
-    pub max_concurrent_pulls: usize,
-    /// Registries (`host` or `host:port`, comma-separated) that may be reached over plain
-    /// HTTP when they do not speak TLS; loopback registries always may.
-    #[arg(long, value_delimiter = ',')]
-    pub insecure_registries: Vec<String>,
-    /// PEM bundle of CAs trusted for every registry, besides the system's.
-    #[arg(long)]
-    pub registry_ca_file: Option<PathBuf>,
     /// Where image layers are cached, by digest (default: `.layers` in --storage-dir).
     #[arg(long)]
     pub layer_cache_dir: Option<PathBuf>,
-    /// How many bytes of layers the cache keeps; the least recently used go first.
-    #[arg(long, default_value_t = 1024 * 1024 * 1024)]
-    pub layer_cache_bytes: u64,
     /// How long one git ls-refs or fetch may take in all, in seconds.
     #[arg(long, default_value_t = 300)]
     pub git_timeout_seconds: u64,
@@ -141,47 +123,9 @@ pub struct Args {
     #[command(flatten)]
     pub network: NetworkArgs,
     #[command(flatten)]
+    pub image: ImageArgs,
+    #[command(flatten)]
     pub runtime: RuntimeArgs,
-}
-
-/// Where sources may connect (docs/catalogs.md, "Network policy").
-#[derive(clap::Args, Debug)]
-pub struct NetworkArgs {
-    /// Let sources reach loopback addresses (127.0.0.0/8, ::1): for a machine whose test
-    /// servers listen there, never in a cluster.
-    #[arg(long, num_args = 0..=1, default_value_t = false, default_missing_value = "true", action = clap::ArgAction::Set)]
-    pub allow_loopback_sources: bool,
-    /// Let sources reach link-local addresses (169.254.0.0/16, fe80::/10), where clouds serve
-    /// instance metadata.
-    #[arg(long, num_args = 0..=1, default_value_t = false, default_missing_value = "true", action = clap::ArgAction::Set)]
-    pub allow_link_local_sources: bool,
-    /// CIDRs sources never reach (comma-separated), such as the cluster's Service and Pod
-    /// ranges; the API server's and catalogd's own addresses always are.
-    #[arg(long, value_delimiter = ',')]
-    pub denied_source_cidrs: Vec<ipnet::IpNet>,
-    /// The only hosts sources may reach (comma-separated names, `*.domain` or addresses);
-    /// empty: any host the other rules allow.
-    #[arg(long, value_delimiter = ',')]
-    pub allowed_source_hosts: Vec<String>,
-    /// Let a Catalog send a pull secret to a registry with insecureSkipTLSVerify (its
-    /// certificate unchecked, so anyone in between can take the credentials).
-    #[arg(long, num_args = 0..=1, default_value_t = false, default_missing_value = "true", action = clap::ArgAction::Set)]
-    pub allow_credentials_without_tls_verify: bool,
-}
-
-impl NetworkArgs {
-    /// The policy these flags set, with the API server's and this Pod's own addresses denied.
-    pub fn policy(&self) -> Arc<NetworkPolicy> {
-        Arc::new(
-            NetworkPolicy {
-                allow_loopback: self.allow_loopback_sources,
-                allow_link_local: self.allow_link_local_sources,
-                denied: self.denied_source_cidrs.clone(),
-                allowed_hosts: self.allowed_source_hosts.clone(),
-            }
-            .deny_own_addresses(|v| std::env::var(v).ok()),
-        )
-    }
 }
 
 impl Args {
@@ -191,7 +135,7 @@ impl Args {
             max_content_bytes: self.max_content_bytes,
             unpack_budget_bytes: self.unpack_budget_bytes,
             max_concurrent_generators: self.max_concurrent_generators as u64,
-            max_concurrent_pulls: self.max_concurrent_pulls as u64,
+            max_concurrent_pulls: self.image.max_concurrent_pulls as u64,
             max_served_index_bytes: self.max_served_index_bytes,
         }
     }

@@ -1,14 +1,15 @@
 //! The BundleDeployment controller, run with the shared runtime's controller runner (counted
-//! by result, bounded, stopped with the manager).
+//! by result, bounded, stopped with the manager); `/readyz` follows its watch.
 
 use std::sync::Arc;
 
+use futures::StreamExt;
 use kube::Api;
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, reflector, watcher};
 use olm_api::bundle_deployment::BundleDeployment;
-use olm_runtime::Metrics;
 use olm_runtime::controller::Run;
+use olm_runtime::{Metrics, ReadinessHandle};
 use tokio_util::sync::CancellationToken;
 
 use crate::reconcile::{Context, Error, RETRY, reconcile};
@@ -17,16 +18,32 @@ use crate::reconcile::{Context, Error, RETRY, reconcile};
 pub const NAME: &str = "bundledeployment";
 
 /// Runs the controller until `shutdown`, over the BundleDeployments `watch` selects (all, by
-/// default).
+/// default); `ready` is set while the watch works.
 pub async fn run(
     ctx: Arc<Context>,
     watch: watcher::Config,
     metrics: Arc<Metrics>,
     concurrency: u16,
+    ready: ReadinessHandle,
     shutdown: CancellationToken,
 ) {
     let api: Api<BundleDeployment> = Api::all(ctx.client.clone());
-    let controller = Controller::new(api, watch);
+    let (store, writer) = reflector::store();
+    let stream = watcher(api, watch)
+        .default_backoff()
+        .inspect(move |event| match event {
+            Ok(watcher::Event::InitDone | watcher::Event::Apply(_) | watcher::Event::Delete(_)) => {
+                ready.set_ready(true)
+            }
+            Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => {}
+            Err(error) => {
+                tracing::warn!(%error, "the BundleDeployment watch failed; not ready until it recovers");
+                ready.set_ready(false);
+            }
+        })
+        .reflect(writer)
+        .touched_objects();
+    let controller = Controller::for_stream(stream, store);
     Run {
         name: NAME,
         concurrency,

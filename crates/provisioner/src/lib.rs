@@ -24,13 +24,17 @@
 //!   ([`format::plain`]: plain+v0).
 
 pub mod apply;
+pub mod args;
 pub mod applyset;
 pub mod bundle;
 pub mod conflict;
 pub mod controller;
 pub mod fetch;
 pub mod format;
+pub mod kinds;
+pub mod manager;
 pub mod marks;
+pub mod metrics;
 pub mod object;
 pub mod order;
 pub mod plan;

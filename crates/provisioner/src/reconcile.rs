@@ -17,6 +17,8 @@ use serde_json::json;
 use crate::apply::{Applier, ApplyError, FIELD_MANAGER};
 use crate::fetch::Fetcher;
 use crate::format::plain;
+use crate::kinds::Allowed;
+use crate::metrics::ProvisionerMetrics;
 use crate::marks::Owner;
 use crate::object::Object;
 use crate::plan::{FINALIZER, Plan, installed_of, plan};
@@ -44,6 +46,32 @@ pub struct Context {
     pub events: EventPublisher,
     /// The objects of each BundleDeployment's last fetched template.
     pub contents: Mutex<HashMap<String, Held>>,
+    /// The kinds bundles may hold.
+    pub allowed: Allowed,
+    /// The provisioner's own metric families.
+    pub metrics: ProvisionerMetrics,
+}
+
+impl Context {
+    /// A context with nothing held yet.
+    pub fn new(
+        client: Client,
+        applier: Applier,
+        fetcher: Fetcher,
+        events: EventPublisher,
+        allowed: Allowed,
+        metrics: ProvisionerMetrics,
+    ) -> Context {
+        Context {
+            client,
+            applier,
+            fetcher,
+            events,
+            contents: Mutex::default(),
+            allowed,
+            metrics,
+        }
+    }
 }
 
 /// A template's objects, by its bundle name.
@@ -86,18 +114,13 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
                 .await
                 .map_err(Error::Uninstall)?;
             for crd in &removed.kept {
-                let note = format!(
-                    "kept {crd}: custom resources of it remain, and deleting it would delete them; its owner marks were removed"
-                );
-                tracing::warn!(bundle_deployment = %name, %crd, "{note}");
-                ctx.events
-                    .publish(&*bd, EventType::Warning, "CRDKept", "Uninstall", note)
-                    .await;
+                kept_crd(&ctx, &bd, crd, "Uninstall").await;
             }
             ctx.contents
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .remove(&name);
+            let _ = ctx.metrics.managed_objects.remove_label_values(&[&name]);
             set_finalizer(&ctx.client, &name, false).await?;
             Ok(Action::await_change())
         }
@@ -114,7 +137,11 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
             source,
             wanted,
         } => {
-            let attempt = install(&ctx, &owner, format, &source, &wanted).await;
+            let attempt = install(&ctx, &bd, &owner, format, &source, &wanted).await;
+            ctx.metrics
+                .results
+                .with_label_values(&[attempt.reason()])
+                .inc();
             let retry = !matches!(attempt, Attempt::Applied);
             let before = installed_of(&bd);
             let changed = write_status(&ctx, &bd, before.as_ref(), &wanted, &attempt).await?;
@@ -129,6 +156,7 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
 /// Fetches (unless this template's objects are held) and syncs.
 async fn install(
     ctx: &Context,
+    bd: &BundleDeployment,
     owner: &Owner,
     format: Format,
     source: &Wanted,
@@ -144,21 +172,12 @@ async fn install(
     let objects = match held {
         Some(objects) => objects,
         None => {
-            let content = match ctx.fetcher.fetch(&owner.name, source).await {
-                Ok(content) => content,
-                Err(e) => return Attempt::UnpackFailed(e.to_string()),
-            };
-            let objects = match format {
-                Format::Plain => plain::objects(&content.tree),
-            };
-            let objects = match objects {
+            let timer = ctx.metrics.unpack_duration.start_timer();
+            let read = read(ctx, owner, format, source).await;
+            timer.observe_duration();
+            let objects = match read {
                 Ok(objects) => Arc::new(objects),
-                Err(e) => {
-                    return Attempt::Invalid {
-                        reason: reasons::BUNDLE_LOAD_FAILED,
-                        message: e.to_string(),
-                    };
-                }
+                Err(attempt) => return attempt,
             };
             ctx.contents
                 .lock()
@@ -167,13 +186,79 @@ async fn install(
             objects
         }
     };
-    match ctx.applier.sync(owner, objects.to_vec()).await {
-        Ok(_) => Attempt::Applied,
+    let timer = ctx.metrics.apply_duration.start_timer();
+    let synced = ctx.applier.sync(owner, objects.to_vec()).await;
+    timer.observe_duration();
+    match synced {
+        Ok(synced) => {
+            ctx.metrics
+                .managed_objects
+                .with_label_values(&[&owner.name])
+                .set(i64::try_from(synced.applied.len()).unwrap_or(i64::MAX));
+            if !synced.removed.is_empty() {
+                let note = format!("pruned {}", list(&synced.removed));
+                tracing::info!(bundle_deployment = %owner.name, "{note}");
+                ctx.events
+                    .publish(bd, EventType::Normal, "Pruned", "Install", note)
+                    .await;
+            }
+            for crd in &synced.kept {
+                kept_crd(ctx, bd, crd, "Install").await;
+            }
+            Attempt::Applied
+        }
         Err(ApplyError::Conflicts(c)) => Attempt::Conflicts(crate::conflict::message(&c)),
         Err(e) => Attempt::ApplyFailed(e.to_string()),
     }
 }
 
+/// `keys`, for a message: the first ten, and how many more.
+fn list(keys: &[crate::object::Key]) -> String {
+    let mut text: Vec<String> = keys.iter().take(10).map(ToString::to_string).collect();
+    if keys.len() > 10 {
+        text.push(format!("and {} more", keys.len() - 10));
+    }
+    text.join(", ")
+}
+
+/// Tells (log, event) of a CRD kept because custom resources of it remain.
+async fn kept_crd(ctx: &Context, bd: &BundleDeployment, crd: &crate::object::Key, action: &str) {
+    let note = format!(
+        "kept {crd}: custom resources of it remain, and deleting it would delete them; its owner marks were removed"
+    );
+    tracing::warn!(bundle_deployment = %bd.name_any(), %crd, "{note}");
+    ctx.events
+        .publish(bd, EventType::Warning, "CRDKept", action, note)
+        .await;
+}
+
+/// Fetches a template's content and reads it as objects of its format, of allowed kinds.
+async fn read(
+    ctx: &Context,
+    owner: &Owner,
+    format: Format,
+    source: &Wanted,
+) -> Result<Vec<Object>, Attempt> {
+    let content = ctx
+        .fetcher
+        .fetch(&owner.name, source)
+        .await
+        .map_err(|e| Attempt::UnpackFailed(e.to_string()))?;
+    let objects = match format {
+        Format::Plain => plain::objects(&content.tree),
+    }
+    .map_err(|e| Attempt::Invalid {
+        reason: reasons::BUNDLE_LOAD_FAILED,
+        message: e.to_string(),
+    })?;
+    ctx.allowed
+        .check(&objects)
+        .map_err(|e| Attempt::Invalid {
+            reason: reasons::KIND_NOT_ALLOWED,
+            message: e.to_string(),
+        })?;
+    Ok(objects)
+}
 /// Writes the status `attempt` gives (with `installed` what was installed before it), when it
 /// differs from what is there; whether it did.
 async fn write_status(
@@ -247,8 +332,8 @@ async fn announce(
         ),
         (Attempt::Applied, Some(_)) => return,
         (Attempt::Conflicts(m), _) => (EventType::Warning, reasons::CONFLICT, m.clone()),
-        (Attempt::ApplyFailed(m), _) => (EventType::Warning, "ApplyFailed", m.clone()),
-        (Attempt::UnpackFailed(m), _) => (EventType::Warning, "UnpackFailed", m.clone()),
+        (Attempt::ApplyFailed(m), _) => (EventType::Warning, reasons::APPLY_FAILED, m.clone()),
+        (Attempt::UnpackFailed(m), _) => (EventType::Warning, reasons::UNPACK_FAILED, m.clone()),
         (Attempt::Invalid { reason, message }, _) => (EventType::Warning, *reason, message.clone()),
         (Attempt::Unpacking(_), _) => return,
     };

@@ -44,6 +44,10 @@ pub mod reasons {
     pub const INSTALL_PENDING: &str = "InstallPending";
     /// The installed version's objects could not all be restored.
     pub const RECONCILE_FAILED: &str = "ReconcileFailed";
+    /// The bundle holds a kind the admin did not allow (`--allowed-kinds`).
+    pub const KIND_NOT_ALLOWED: &str = "KindNotAllowed";
+    /// Applying an object failed (metrics and events; the condition says which install).
+    pub const APPLY_FAILED: &str = "ApplyFailed";
 }
 
 /// A template by its bundle name, `<bd>-<hash>` (`status.activeBundle`): the name is all a
@@ -74,6 +78,20 @@ pub enum Attempt {
     ApplyFailed(String),
     /// Every object applied, and what the old set had beyond it was removed.
     Applied,
+}
+
+impl Attempt {
+    /// The reason this attempt is counted and announced under.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Attempt::Unpacking(_) => reasons::UNPACK_PENDING,
+            Attempt::UnpackFailed(_) => reasons::UNPACK_FAILED,
+            Attempt::Invalid { reason, .. } => reason,
+            Attempt::Conflicts(_) => reasons::CONFLICT,
+            Attempt::ApplyFailed(_) => reasons::APPLY_FAILED,
+            Attempt::Applied => reasons::INSTALLATION_SUCCEEDED,
+        }
+    }
 }
 
 /// The status to write.

@@ -1,27 +1,19 @@
-//! The provisioner's controller, run in this test process against the real control plane
-//! (the manager binary, its chart ServiceAccount and RBAC come next): a BundleDeployment from
-//! ConfigMaps is installed, upgraded (what the new version drops is pruned) and uninstalled.
-//! It watches only this test's BundleDeployments, so it leaves other tests' alone.
+//! The provisioner binary, run as its chart ServiceAccount with the chart's RBAC, against the
+//! real control plane: a BundleDeployment from ConfigMaps (in the provisioner's namespace) is
+//! installed, upgraded (what the new version drops is pruned) and uninstalled. The harness's
+//! provisioner reconciles only BundleDeployments with the e2e label, so it leaves those
+//! operator-controller writes for other tests alone.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use catalogd_sources::budget::UnpackBudget;
-use catalogd_sources::image::cache::LayerCache;
-use catalogd_sources::image::{ImageOptions, ImageSource};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::watcher;
 use olm_api::bundle_deployment::BundleDeployment;
-use olm_e2e::context::{E2E_LABEL, TestContext};
+use olm_e2e::context::TestContext;
+use olm_e2e::manager::{OLM_NAMESPACE, provisioner};
 use olm_e2e::wait::{wait_for, wait_for_deletion};
-use provisioner::apply::Applier;
-use provisioner::fetch::Fetcher;
 use provisioner::plan::FINALIZER;
-use provisioner::reconcile::Context;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 fn manifests(ctx: &TestContext, objects: &[serde_json::Value]) -> String {
     objects
@@ -35,14 +27,15 @@ fn manifests(ctx: &TestContext, objects: &[serde_json::Value]) -> String {
         .collect()
 }
 
+/// An immutable bundle ConfigMap in the provisioner's namespace, labelled for clean-up.
 async fn bundle_config_map(ctx: &TestContext, name: &str, objects: &[serde_json::Value]) {
-    let cm: ConfigMap = serde_json::from_value(json!({
+    let cm: ConfigMap = serde_json::from_value(ctx.labelled(json!({
         "metadata": {"name": name},
         "immutable": true,
         "data": {"objects.yaml": manifests(ctx, objects)},
-    }))
+    })))
     .unwrap();
-    Api::<ConfigMap>::namespaced(ctx.client.clone(), &ctx.namespace)
+    Api::<ConfigMap>::namespaced(ctx.client.clone(), OLM_NAMESPACE)
         .create(&PostParams::default(), &cm)
         .await
         .unwrap();
@@ -64,56 +57,23 @@ fn installed(bd: Option<&BundleDeployment>) -> Option<String> {
 #[tokio::test]
 async fn a_bundle_deployment_is_installed_upgraded_and_uninstalled() {
     let ctx = TestContext::new("prov-ctl").await.unwrap();
-    let cache = tempfile::tempdir().unwrap();
-    let images = ImageSource::new(
-        ctx.client.clone(),
-        ctx.namespace.clone(),
-        ImageOptions {
-            registry: Default::default(),
-            max_bytes: 1 << 20,
-            pull_timeout: Duration::from_secs(30),
-            max_concurrent_pulls: 1,
-            allow_credentials_without_tls_verify: false,
-        },
-        LayerCache::open(cache.path(), 1 << 20).unwrap(),
-        None,
-    );
-    let context = Arc::new(Context {
-        client: ctx.client.clone(),
-        applier: Applier::new(ctx.client.clone(), ctx.namespace.clone()),
-        fetcher: Fetcher::new(
-            ctx.client.clone(),
-            ctx.namespace.clone(),
-            Arc::new(images),
-            UnpackBudget::new(4 << 20),
-        ),
-        events: olm_runtime::EventPublisher::new(ctx.client.clone(), "provisioner", None),
-        contents: Mutex::new(HashMap::new()),
-    });
-    let shutdown = CancellationToken::new();
-    let controller = tokio::spawn(provisioner::controller::run(
-        context,
-        watcher::Config::default().labels(&format!("{E2E_LABEL}={}", ctx.namespace)),
-        Arc::new(olm_runtime::Metrics::new().unwrap()),
-        2,
-        shutdown.clone(),
-    ));
-
+    provisioner().unwrap();
     let settings = |v: &str| {
         json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "settings", "namespace": ctx.namespace}, "data": {"version": v}})
     };
     let extra = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "extra", "namespace": ctx.namespace}});
-    bundle_config_map(&ctx, "bundle-v1", &[settings("1"), extra]).await;
-    bundle_config_map(&ctx, "bundle-v2", &[settings("2")]).await;
+    let (v1, v2) = (ctx.name("bundle-v1"), ctx.name("bundle-v2"));
+    bundle_config_map(&ctx, &v1, &[settings("1"), extra]).await;
+    bundle_config_map(&ctx, &v2, &[settings("2")]).await;
 
     let name = ctx.name("bd");
     let bds: Api<BundleDeployment> = Api::all(ctx.client.clone());
     let bd: BundleDeployment = serde_json::from_value(ctx.labelled(json!({
         "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
         "metadata": {"name": name},
-        "spec": {"provisionerClassName": "core-rukpak-io-plain", "template": template("bundle-v1")},
+        "spec": {"provisionerClassName": "core-rukpak-io-plain", "template": template(&v1)},
     })))
     .unwrap();
     bds.create(&PostParams::default(), &bd).await.unwrap();
@@ -147,7 +107,7 @@ async fn a_bundle_deployment_is_installed_upgraded_and_uninstalled() {
         &PatchParams::apply("olm-rs-e2e").force(),
         &Patch::Apply(json!({"apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
             "metadata": {"name": name},
-            "spec": {"provisionerClassName": "core-rukpak-io-plain", "template": template("bundle-v2")}})),
+            "spec": {"provisionerClassName": "core-rukpak-io-plain", "template": template(&v2)}})),
     )
     .await
     .unwrap();
@@ -182,7 +142,5 @@ async fn a_bundle_deployment_is_installed_upgraded_and_uninstalled() {
         .await
         .unwrap();
 
-    shutdown.cancel();
-    controller.await.unwrap();
     ctx.cleanup().await.unwrap();
 }

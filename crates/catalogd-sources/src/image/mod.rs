@@ -76,17 +76,18 @@ pub struct ImageMetrics {
 }
 
 impl ImageMetrics {
-    /// Registers the families in `registry`.
-    pub fn new(registry: &prometheus::Registry) -> Result<Self, prometheus::Error> {
+    /// Registers the families in `registry`, named after the manager (`catalogd`,
+    /// `provisioner`): `<manager>_image_layers_total`, `<manager>_image_layer_download_bytes_total`.
+    pub fn new(registry: &prometheus::Registry, manager: &str) -> Result<Self, prometheus::Error> {
         let layers = IntCounterVec::new(
             Opts::new(
-                "catalogd_image_layers_total",
+                format!("{manager}_image_layers_total"),
                 "Layers needed by image pulls, by origin (registry: downloaded; cache: reused).",
             ),
             &["origin"],
         )?;
         let layer_bytes = prometheus::IntCounter::new(
-            "catalogd_image_layer_download_bytes_total",
+            format!("{manager}_image_layer_download_bytes_total"),
             "Bytes of image layers downloaded from registries.",
         )?;
         registry.register(Box::new(layers.clone()))?;

@@ -20,9 +20,7 @@ use crate::source::custom::{CustomMetrics, CustomOptions, CustomSource, upload};
 use crate::source::git::{GitMetrics, GitOptions, GitSource};
 use crate::source::http::HttpSource;
 use crate::source::image::cache::LayerCache;
-use crate::source::image::registry::RegistryOptions;
-use crate::source::image::{ImageMetrics, ImageOptions, ImageSource};
-use crate::source::network::NetworkPolicy;
+use crate::source::image::{ImageMetrics, ImageSource};
 use crate::{controller, namespace, server};
 
 /// Runs the leader's work until `ctx.shutdown`.
@@ -47,7 +45,7 @@ pub async fn lead(args: &Args, prepared: &Prepared, ctx: &Context) -> Result<(),
         Duration::from_secs(args.http_timeout_seconds),
         policy.clone(),
     );
-    let image = image(args, prepared, ctx, policy.clone())?;
+    let image = image(args, prepared, ctx)?;
     let git = GitSource::new(
         client.clone(),
         args.namespace.clone(),
@@ -132,33 +130,26 @@ fn image(
     args: &Args,
     prepared: &Prepared,
     ctx: &Context,
-    policy: Arc<NetworkPolicy>,
 ) -> Result<ImageSource, Error> {
     let layer_dir = args
         .layer_cache_dir
         .clone()
         .unwrap_or_else(|| args.storage_dir.join(".layers"));
     let cache =
-        LayerCache::open(&layer_dir, args.layer_cache_bytes).map_err(|source| Error::Io {
+        LayerCache::open(&layer_dir, args.image.layer_cache_bytes).map_err(|source| Error::Io {
             what: format!("opening the layer cache {}", layer_dir.display()),
             source,
         })?;
     Ok(ImageSource::new(
         ctx.client.clone(),
         args.namespace.clone(),
-        ImageOptions {
-            registry: RegistryOptions {
-                insecure_registries: args.insecure_registries.clone(),
-                ca_pem: prepared.registry_ca.clone(),
-                timeout: Duration::from_secs(args.http_timeout_seconds),
-                policy,
-            },
-            max_bytes: args.max_content_bytes,
-            pull_timeout: Duration::from_secs(args.image_timeout_seconds),
-            max_concurrent_pulls: args.max_concurrent_pulls,
-            allow_credentials_without_tls_verify: args.network.allow_credentials_without_tls_verify,
-        },
+        args.image.options(
+            &args.network,
+            prepared.registry_ca.clone(),
+            Duration::from_secs(args.http_timeout_seconds),
+            args.max_content_bytes,
+        ),
         cache,
-        Some(ImageMetrics::new(&ctx.metrics.registry)?),
+        Some(ImageMetrics::new(&ctx.metrics.registry, "catalogd")?),
     ))
 }

@@ -150,16 +150,7 @@ impl Manager for Catalogd {
             bound_mib = budget::memory_bound(args.memory()) >> 20,
             "memory is bounded by the unpack budget (docs/install.md): set the container's limit at or above this"
         );
-        let registry_ca = match &args.registry_ca_file {
-            Some(path) => {
-                let pem = read(path)?;
-                crate::source::image::registry::check_ca(&pem).map_err(|e| {
-                    Error::Settings(format!("--registry-ca-file {} {e}", path.display()))
-                })?;
-                Some(pem)
-            }
-            None => None,
-        };
+        let registry_ca = args.image.registry_ca().map_err(Error::Settings)?;
         let content_ready = ctx.readiness.register("content-server");
         let content_synced = ctx.readiness.register("content-sync");
         let lag = prometheus::Gauge::new(

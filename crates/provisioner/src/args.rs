@@ -1,0 +1,58 @@
+//! The provisioner's flags (every one documented in docs/provisioner.md).
+
+use std::path::PathBuf;
+
+use catalogd_sources::flags::{ImageArgs, NetworkArgs};
+use clap::Parser;
+use olm_runtime::RuntimeArgs;
+
+use crate::kinds::{Allowed, Pattern};
+
+/// provisioner: installs the bundles BundleDeployments name.
+#[derive(Parser, Debug)]
+#[command(version, about, args_override_self = true)]
+pub struct Args {
+    /// The provisioner's own namespace: bundle ConfigMaps and pull secrets are read here, and
+    /// namespaced objects of a bundle that name no namespace go here.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "olm-system")]
+    pub namespace: String,
+    /// Where image layers are cached, by digest.
+    #[arg(long, default_value = "/var/cache/provisioner")]
+    pub cache_dir: PathBuf,
+    /// The largest bundle (image layer, unpacked image, ConfigMaps' content) accepted, in
+    /// bytes. At most --unpack-budget-bytes.
+    #[arg(long, default_value_t = 64 * 1024 * 1024)]
+    pub max_content_bytes: u64,
+    /// The most bytes of bundle content held at once while being fetched, across all
+    /// BundleDeployments.
+    #[arg(long, default_value_t = 128 * 1024 * 1024)]
+    pub unpack_budget_bytes: u64,
+    /// How long connecting to a registry and each read may take, in seconds.
+    #[arg(long, default_value_t = 120)]
+    pub http_timeout_seconds: u64,
+    /// The kinds bundles may hold (comma-separated `Kind` for the core group, `Kind.group`,
+    /// `*.group`, or `*`); a bundle with any other kind is refused (KindNotAllowed). Empty:
+    /// every kind.
+    #[arg(long, value_delimiter = ',')]
+    pub allowed_kinds: Vec<Pattern>,
+    /// Only BundleDeployments with these labels (a label selector, `key=value,...`); empty:
+    /// every BundleDeployment of the plain class. For running one provisioner per shard.
+    #[arg(long, default_value = "")]
+    pub bundle_deployment_selector: String,
+    /// BundleDeployments reconciled at once.
+    #[arg(long, default_value_t = 4)]
+    pub max_concurrent_reconciles: u16,
+    #[command(flatten)]
+    pub network: NetworkArgs,
+    #[command(flatten)]
+    pub image: ImageArgs,
+    #[command(flatten)]
+    pub runtime: RuntimeArgs,
+}
+
+impl Args {
+    /// `--allowed-kinds`.
+    pub fn allowed(&self) -> Allowed {
+        Allowed(self.allowed_kinds.clone())
+    }
+}

@@ -1,0 +1,133 @@
+//! The provisioner as a manager ([`olm_runtime::manager`]): every replica checks its flags and
+//! registers the provisioner's metric families; the leader opens the layer cache and runs the
+//! BundleDeployment controller.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use catalogd_sources::budget::UnpackBudget;
+use catalogd_sources::image::cache::LayerCache;
+use catalogd_sources::image::{ImageMetrics, ImageSource};
+use kube::runtime::watcher;
+use olm_runtime::manager::{Context as Runtime, Manager};
+use olm_runtime::{EventPublisher, StartOptions};
+
+use crate::apply::Applier;
+use crate::args::Args;
+use crate::controller;
+use crate::fetch::Fetcher;
+use crate::metrics::ProvisionerMetrics;
+use crate::reconcile::Context;
+
+/// What stops the provisioner.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The runtime (client, admin server, leader election, logs) failed.
+    #[error(transparent)]
+    Runtime(#[from] olm_runtime::Error),
+    /// The flags contradict each other, or name a file that is not right.
+    #[error("{0}")]
+    Settings(String),
+    /// A metric family could not be registered.
+    #[error("registering metrics")]
+    Metrics(#[from] prometheus::Error),
+    /// The layer cache could not be opened.
+    #[error("opening the layer cache {path}")]
+    Cache {
+        /// Its directory.
+        path: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The provisioner, from its flags.
+pub struct Provisioner(pub Args);
+
+/// What every replica holds once prepared.
+pub struct Prepared {
+    metrics: ProvisionerMetrics,
+    image_metrics: ImageMetrics,
+    registry_ca: Option<Vec<u8>>,
+}
+
+impl Manager for Provisioner {
+    type Error = Error;
+    type Prepared = Prepared;
+
+    fn options(&self) -> StartOptions<'_> {
+        StartOptions {
+            name: "provisioner",
+            runtime: &self.0.runtime,
+            advertise: None,
+            flags: &self.0,
+        }
+    }
+
+    async fn prepare(&self, rt: &Runtime) -> Result<Prepared, Error> {
+        let args = &self.0;
+        // Checked on every replica: a bad flag fails them all, not only the one that leads.
+        if args.max_content_bytes > args.unpack_budget_bytes {
+            return Err(Error::Settings(format!(
+                "--max-content-bytes ({}) must not exceed --unpack-budget-bytes ({}): no bundle that large could ever be fetched",
+                args.max_content_bytes, args.unpack_budget_bytes
+            )));
+        }
+        Ok(Prepared {
+            metrics: ProvisionerMetrics::new(&rt.metrics.registry)?,
+            image_metrics: ImageMetrics::new(&rt.metrics.registry, "provisioner")?,
+            registry_ca: args.image.registry_ca().map_err(Error::Settings)?,
+        })
+    }
+
+    async fn lead(&self, prepared: &Prepared, rt: &Runtime) -> Result<(), Error> {
+        let args = &self.0;
+        let client = rt.client.clone();
+        let cache = LayerCache::open(&args.cache_dir, args.image.layer_cache_bytes).map_err(
+            |source| Error::Cache {
+                path: args.cache_dir.display().to_string(),
+                source,
+            },
+        )?;
+        let images = ImageSource::new(
+            client.clone(),
+            args.namespace.clone(),
+            args.image.options(
+                &args.network,
+                prepared.registry_ca.clone(),
+                Duration::from_secs(args.http_timeout_seconds),
+                args.max_content_bytes,
+            ),
+            cache,
+            Some(prepared.image_metrics.clone()),
+        );
+        let ctx = Arc::new(Context::new(
+            client.clone(),
+            Applier::new(client.clone(), args.namespace.clone()),
+            Fetcher::new(
+                client.clone(),
+                args.namespace.clone(),
+                Arc::new(images),
+                UnpackBudget::new(args.unpack_budget_bytes),
+            ),
+            EventPublisher::from_env(client.clone(), "provisioner"),
+            args.allowed(),
+            prepared.metrics.clone(),
+        ));
+        let mut watch = watcher::Config::default().any_semantic();
+        if !args.bundle_deployment_selector.is_empty() {
+            watch = watch.labels(&args.bundle_deployment_selector);
+        }
+        controller::run(
+            ctx,
+            watch,
+            rt.metrics.clone(),
+            args.max_concurrent_reconciles,
+            rt.readiness.register("bundledeployment-watch"),
+            rt.shutdown.clone(),
+        )
+        .await;
+        Ok(())
+    }
+}

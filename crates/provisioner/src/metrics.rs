@@ -1,0 +1,67 @@
+//! The provisioner's own metric families (docs/provisioner.md), registered on every replica so
+//! that followers show them too; the controller-runtime families come from the shared runtime.
+
+use prometheus::{Histogram, HistogramOpts, IntCounterVec, IntGaugeVec, Opts, Registry};
+
+/// `provisioner_*`.
+#[derive(Clone)]
+pub struct ProvisionerMetrics {
+    /// `provisioner_unpack_duration_seconds`: fetching and reading a template's content.
+    pub unpack_duration: Histogram,
+    /// `provisioner_apply_duration_seconds`: one sync of a set (apply, prune).
+    pub apply_duration: Histogram,
+    /// `provisioner_managed_objects{bundle_deployment}`: the objects of each applied set.
+    pub managed_objects: IntGaugeVec,
+    /// `provisioner_install_results_total{reason}`: attempts, by the Installed condition's
+    /// reason (or the reason that stopped them before it).
+    pub results: IntCounterVec,
+}
+
+impl ProvisionerMetrics {
+    /// The families, registered in `registry`.
+    ///
+    /// # Errors
+    ///
+    /// When a family cannot be made or is registered already.
+    pub fn new(registry: &Registry) -> Result<Self, prometheus::Error> {
+        let buckets = vec![0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0];
+        let unpack_duration = Histogram::with_opts(
+            HistogramOpts::new(
+                "provisioner_unpack_duration_seconds",
+                "How long fetching and reading a template's content took (an image pull, ConfigMaps), successful or not.",
+            )
+            .buckets(buckets.clone()),
+        )?;
+        let apply_duration = Histogram::with_opts(
+            HistogramOpts::new(
+                "provisioner_apply_duration_seconds",
+                "How long applying a bundle's objects and pruning the old set's took, successful or not.",
+            )
+            .buckets(buckets),
+        )?;
+        let managed_objects = IntGaugeVec::new(
+            Opts::new(
+                "provisioner_managed_objects",
+                "Objects in each BundleDeployment's applied set.",
+            ),
+            &["bundle_deployment"],
+        )?;
+        let results = IntCounterVec::new(
+            Opts::new(
+                "provisioner_install_results_total",
+                "Install attempts, by reason (InstallationSucceeded, Conflict, InstallFailed, UpgradeFailed, UnpackFailed, BundleLoadFailed, KindNotAllowed, ...).",
+            ),
+            &["reason"],
+        )?;
+        registry.register(Box::new(unpack_duration.clone()))?;
+        registry.register(Box::new(apply_duration.clone()))?;
+        registry.register(Box::new(managed_objects.clone()))?;
+        registry.register(Box::new(results.clone()))?;
+        Ok(Self {
+            unpack_duration,
+            apply_duration,
+            managed_objects,
+            results,
+        })
+    }
+}
