@@ -537,10 +537,7 @@ static PROVISIONER: OnceLock<std::result::Result<Provisioner, String>> = OnceLoc
 pub fn provisioner() -> Result<&'static Provisioner> {
     PROVISIONER
         .get_or_init(|| {
-            let selector = format!(
-                "--bundle-deployment-selector={}",
-                crate::context::E2E_LABEL
-            );
+            let selector = format!("--bundle-deployment-selector={}", crate::context::E2E_LABEL);
             start_provisioner_with("provisioner", &[selector]).map_err(|e| e.to_string())
         })
         .as_ref()

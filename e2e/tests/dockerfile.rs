@@ -106,7 +106,12 @@ fn each_manager_runs_its_own_binary_as_a_non_root_user_without_a_shell() {
         .filter(|(k, _)| k == "RUN")
         .map(|(_, r)| r.as_str())
         .collect();
-    for manager in ["catalogd", "operator-controller", "catalog-switcher", "provisioner"] {
+    for manager in [
+        "catalogd",
+        "operator-controller",
+        "catalog-switcher",
+        "provisioner",
+    ] {
         let stage = stages
             .iter()
             .find(|s| s.name == manager)

@@ -78,6 +78,18 @@ pub struct Placed {
     pub resource: ApiResource,
 }
 
+/// An object as applied: where it is served and the resourceVersion the apply left it at (what
+/// drift is told by).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    /// The object, its namespace resolved.
+    pub key: Key,
+    /// The resource it is served as.
+    pub resource: ApiResource,
+    /// Its `metadata.resourceVersion` after the apply.
+    pub version: String,
+}
+
 /// Applies bundles' objects with one client.
 #[derive(Clone)]
 pub struct Applier {
@@ -95,13 +107,18 @@ impl Applier {
         }
     }
 
+    /// Where namespaced objects without a namespace go.
+    pub fn default_namespace(&self) -> &str {
+        &self.default_namespace
+    }
+
     /// Installs `objects` for `owner`: places, checks, then applies them in order. Returns the
-    /// keys applied (namespaces resolved).
+    /// objects applied, in order.
     pub async fn install(
         &self,
         owner: &Owner,
         objects: Vec<Object>,
-    ) -> Result<Vec<Key>, ApplyError> {
+    ) -> Result<Vec<Applied>, ApplyError> {
         let mut kinds = Kinds::default();
         // Conflicts first, over every object whose kind is already served: a custom resource
         // whose CRD is not served yet cannot exist, so it cannot conflict.
@@ -128,9 +145,13 @@ impl Applier {
                     placed.push(p);
                 }
             }
-            for p in &placed {
-                self.apply(owner, p).await?;
-                applied.push(p.object.key.clone());
+            for p in placed.iter() {
+                let version = self.patch(owner, p, false).await?;
+                applied.push(Applied {
+                    key: p.object.key.clone(),
+                    resource: p.resource.clone(),
+                    version,
+                });
             }
             if phase == Phase::Crds {
                 for p in &placed {
@@ -250,20 +271,23 @@ impl Applier {
         Ok(found.map(|m| m.labels().clone()))
     }
 
-    async fn apply(&self, owner: &Owner, placed: &Placed) -> Result<(), ApplyError> {
-        self.patch(owner, placed, false).await
-    }
-
     /// Server-side apply of `placed` (force: our manifest's fields are ours, and drift on them
-    /// is undone; fields others set that the manifest lacks are left alone).
-    async fn patch(&self, owner: &Owner, placed: &Placed, dry_run: bool) -> Result<(), ApplyError> {
+    /// is undone; fields others set that the manifest lacks are left alone). Returns the
+    /// object's resourceVersion after it.
+    async fn patch(
+        &self,
+        owner: &Owner,
+        placed: &Placed,
+        dry_run: bool,
+    ) -> Result<String, ApplyError> {
         let key = &placed.object.key;
         let manifest = marks::marked(&placed.object, owner, key.namespace.as_deref());
         let mut params = PatchParams::apply(FIELD_MANAGER).force();
         if dry_run {
             params = params.dry_run();
         }
-        self.api(placed)
+        let applied = self
+            .api(placed)
             .patch(
                 &key.name,
                 &params,
@@ -274,7 +298,7 @@ impl Applier {
                 key: Box::new(key.clone()),
                 message: api_message(e),
             })?;
-        Ok(())
+        Ok(applied.resource_version().unwrap_or_default())
     }
 
     async fn wait_established(&self, name: &str) -> Result<(), ApplyError> {

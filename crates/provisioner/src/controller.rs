@@ -4,8 +4,10 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
+use futures::channel::mpsc;
 use kube::Api;
 use kube::runtime::controller::{Action, Controller};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use olm_api::bundle_deployment::BundleDeployment;
 use olm_runtime::controller::Run;
@@ -18,10 +20,12 @@ use crate::reconcile::{Context, Error, RETRY, reconcile};
 pub const NAME: &str = "bundledeployment";
 
 /// Runs the controller until `shutdown`, over the BundleDeployments `watch` selects (all, by
-/// default); `ready` is set while the watch works.
+/// default), and those `drifted` names (see [`crate::drift`]); `ready` is set while the watch
+/// works.
 pub async fn run(
     ctx: Arc<Context>,
     watch: watcher::Config,
+    drifted: mpsc::UnboundedReceiver<ObjectRef<BundleDeployment>>,
     metrics: Arc<Metrics>,
     concurrency: u16,
     ready: ReadinessHandle,
@@ -43,7 +47,7 @@ pub async fn run(
         })
         .reflect(writer)
         .touched_objects();
-    let controller = Controller::for_stream(stream, store);
+    let controller = Controller::for_stream(stream, store).reconcile_on(drifted);
     Run {
         name: NAME,
         concurrency,

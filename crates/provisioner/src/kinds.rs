@@ -127,8 +127,10 @@ mod tests {
     use super::*;
 
     fn object(api_version: &str, kind: &str, name: &str) -> Object {
-        Object::from_manifest(json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name}}))
-            .unwrap()
+        Object::from_manifest(
+            json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name}}),
+        )
+        .unwrap()
     }
 
     fn allowed(list: &[&str]) -> Allowed {
@@ -137,16 +139,28 @@ mod tests {
 
     #[test]
     fn no_patterns_allow_everything() {
-        let objects = [object("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "x")];
+        let objects = [object(
+            "rbac.authorization.k8s.io/v1",
+            "ClusterRoleBinding",
+            "x",
+        )];
         assert_eq!(Allowed::default().check(&objects), Ok(()));
     }
 
     #[test]
     fn a_kind_is_matched_with_its_group() {
         let a = allowed(&["ConfigMap", "Deployment.apps"]);
-        assert_eq!(a.check(&[object("v1", "ConfigMap", "c"), object("apps/v1", "Deployment", "d")]), Ok(()));
+        assert_eq!(
+            a.check(&[
+                object("v1", "ConfigMap", "c"),
+                object("apps/v1", "Deployment", "d")
+            ]),
+            Ok(())
+        );
         // The same kind name in another group is another kind.
-        let e = a.check(&[object("example.com/v1", "ConfigMap", "c")]).unwrap_err();
+        let e = a
+            .check(&[object("example.com/v1", "ConfigMap", "c")])
+            .unwrap_err();
         assert_eq!(
             e.to_string(),
             "ConfigMap.example.com c is of a kind the admin did not allow (--allowed-kinds ConfigMap,Deployment.apps); nothing of this bundle was applied"
@@ -156,8 +170,16 @@ mod tests {
     #[test]
     fn a_group_wildcard_allows_its_kinds_only() {
         let a = allowed(&["*.apps", "*."]);
-        assert_eq!(a.check(&[object("apps/v1", "StatefulSet", "s"), object("v1", "Secret", "s")]), Ok(()));
-        let e = a.check(&[object("rbac.authorization.k8s.io/v1", "ClusterRole", "r")]).unwrap_err();
+        assert_eq!(
+            a.check(&[
+                object("apps/v1", "StatefulSet", "s"),
+                object("v1", "Secret", "s")
+            ]),
+            Ok(())
+        );
+        let e = a
+            .check(&[object("rbac.authorization.k8s.io/v1", "ClusterRole", "r")])
+            .unwrap_err();
         assert_eq!(e.key.kind, "ClusterRole");
     }
 
@@ -165,14 +187,24 @@ mod tests {
     fn the_first_object_not_allowed_is_named() {
         let a = allowed(&["ConfigMap"]);
         let e = a
-            .check(&[object("v1", "ConfigMap", "ok"), object("v1", "Secret", "first"), object("v1", "Pod", "second")])
+            .check(&[
+                object("v1", "ConfigMap", "ok"),
+                object("v1", "Secret", "first"),
+                object("v1", "Pod", "second"),
+            ])
             .unwrap_err();
         assert_eq!(e.key.name, "first");
     }
 
     #[test]
     fn patterns_parse_and_print_back() {
-        for p in ["*", "*.apps", "ConfigMap", "Deployment.apps", "Widget.example.com"] {
+        for p in [
+            "*",
+            "*.apps",
+            "ConfigMap",
+            "Deployment.apps",
+            "Widget.example.com",
+        ] {
             assert_eq!(p.parse::<Pattern>().unwrap().to_string(), p);
         }
         for bad in ["", "config map", "Deployment.Apps", "1Kind"] {

@@ -24,11 +24,12 @@
 //!   ([`format::plain`]: plain+v0).
 
 pub mod apply;
-pub mod args;
 pub mod applyset;
+pub mod args;
 pub mod bundle;
 pub mod conflict;
 pub mod controller;
+pub mod drift;
 pub mod fetch;
 pub mod format;
 pub mod kinds;

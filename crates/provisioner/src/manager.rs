@@ -15,6 +15,7 @@ use olm_runtime::{EventPublisher, StartOptions};
 use crate::apply::Applier;
 use crate::args::Args;
 use crate::controller;
+use crate::drift::Drift;
 use crate::fetch::Fetcher;
 use crate::metrics::ProvisionerMetrics;
 use crate::reconcile::Context;
@@ -84,12 +85,13 @@ impl Manager for Provisioner {
     async fn lead(&self, prepared: &Prepared, rt: &Runtime) -> Result<(), Error> {
         let args = &self.0;
         let client = rt.client.clone();
-        let cache = LayerCache::open(&args.cache_dir, args.image.layer_cache_bytes).map_err(
-            |source| Error::Cache {
-                path: args.cache_dir.display().to_string(),
-                source,
-            },
-        )?;
+        let cache =
+            LayerCache::open(&args.cache_dir, args.image.layer_cache_bytes).map_err(|source| {
+                Error::Cache {
+                    path: args.cache_dir.display().to_string(),
+                    source,
+                }
+            })?;
         let images = ImageSource::new(
             client.clone(),
             args.namespace.clone(),
@@ -102,6 +104,7 @@ impl Manager for Provisioner {
             cache,
             Some(prepared.image_metrics.clone()),
         );
+        let (drift, drifted) = Drift::new(client.clone(), rt.shutdown.clone());
         let ctx = Arc::new(Context::new(
             client.clone(),
             Applier::new(client.clone(), args.namespace.clone()),
@@ -114,6 +117,7 @@ impl Manager for Provisioner {
             EventPublisher::from_env(client.clone(), "provisioner"),
             args.allowed(),
             prepared.metrics.clone(),
+            drift,
         ));
         let mut watch = watcher::Config::default().any_semantic();
         if !args.bundle_deployment_selector.is_empty() {
@@ -122,6 +126,7 @@ impl Manager for Provisioner {
         controller::run(
             ctx,
             watch,
+            drifted,
             rt.metrics.clone(),
             args.max_concurrent_reconciles,
             rt.readiness.register("bundledeployment-watch"),

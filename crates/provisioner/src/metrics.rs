@@ -24,7 +24,9 @@ impl ProvisionerMetrics {
     ///
     /// When a family cannot be made or is registered already.
     pub fn new(registry: &Registry) -> Result<Self, prometheus::Error> {
-        let buckets = vec![0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0];
+        let buckets = vec![
+            0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
+        ];
         let unpack_duration = Histogram::with_opts(
             HistogramOpts::new(
                 "provisioner_unpack_duration_seconds",

@@ -15,12 +15,13 @@ use olm_runtime::{EventPublisher, EventType};
 use serde_json::json;
 
 use crate::apply::{Applier, ApplyError, FIELD_MANAGER};
+use crate::drift::Drift;
 use crate::fetch::Fetcher;
 use crate::format::plain;
 use crate::kinds::Allowed;
-use crate::metrics::ProvisionerMetrics;
 use crate::marks::Owner;
-use crate::object::Object;
+use crate::metrics::ProvisionerMetrics;
+use crate::object::{Key, Object};
 use crate::plan::{FINALIZER, Plan, installed_of, plan};
 use crate::source::{Format, Wanted};
 use crate::status::{Attempt, Installed, Verdict, reasons, verdict};
@@ -50,6 +51,8 @@ pub struct Context {
     pub allowed: Allowed,
     /// The provisioner's own metric families.
     pub metrics: ProvisionerMetrics,
+    /// What each set was applied at, and the watches that tell when it drifted.
+    pub drift: Drift,
 }
 
 impl Context {
@@ -61,6 +64,7 @@ impl Context {
         events: EventPublisher,
         allowed: Allowed,
         metrics: ProvisionerMetrics,
+        drift: Drift,
     ) -> Context {
         Context {
             client,
@@ -70,6 +74,7 @@ impl Context {
             contents: Mutex::default(),
             allowed,
             metrics,
+            drift,
         }
     }
 }
@@ -121,6 +126,7 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
                 .unwrap_or_else(PoisonError::into_inner)
                 .remove(&name);
             let _ = ctx.metrics.managed_objects.remove_label_values(&[&name]);
+            ctx.drift.state().forget(&name);
             set_finalizer(&ctx.client, &name, false).await?;
             Ok(Action::await_change())
         }
@@ -169,6 +175,13 @@ async fn install(
         .get(&owner.name)
         .filter(|(bundle, _)| *bundle == wanted.bundle)
         .map(|(_, objects)| objects.clone());
+    let current = installed_of(bd).as_ref() == Some(wanted);
+    if let Some(objects) = held.as_ref().filter(|_| current) {
+        let drifted = ctx.drift.state().drifted(&owner.name);
+        if let Some(drifted) = drifted {
+            return restore(ctx, bd, owner, objects, &drifted).await;
+        }
+    }
     let objects = match held {
         Some(objects) => objects,
         None => {
@@ -195,6 +208,14 @@ async fn install(
                 .managed_objects
                 .with_label_values(&[&owner.name])
                 .set(i64::try_from(synced.applied.len()).unwrap_or(i64::MAX));
+            ctx.drift.state().remember(
+                &owner.name,
+                synced
+                    .applied
+                    .iter()
+                    .map(|a| (a.key.clone(), a.version.clone())),
+            );
+            ctx.drift.watch(&synced.applied);
             if !synced.removed.is_empty() {
                 let note = format!("pruned {}", list(&synced.removed));
                 tracing::info!(bundle_deployment = %owner.name, "{note}");
@@ -212,8 +233,54 @@ async fn install(
     }
 }
 
+/// The installed set, as the drift watches see it: nothing is written when nothing moved;
+/// otherwise exactly the objects that moved are applied again (nothing is pruned: the set is
+/// the one installed).
+async fn restore(
+    ctx: &Context,
+    bd: &BundleDeployment,
+    owner: &Owner,
+    objects: &[Object],
+    drifted: &[Key],
+) -> Attempt {
+    if drifted.is_empty() {
+        return Attempt::Applied;
+    }
+    let default_namespace = ctx.applier.default_namespace();
+    let moved: Vec<Object> = objects
+        .iter()
+        .filter(|o| {
+            let mut placed = o.key.clone();
+            placed
+                .namespace
+                .get_or_insert_with(|| default_namespace.to_owned());
+            drifted.contains(&o.key) || drifted.contains(&placed)
+        })
+        .cloned()
+        .collect();
+    let timer = ctx.metrics.apply_duration.start_timer();
+    let applied = ctx.applier.install(owner, moved).await;
+    timer.observe_duration();
+    match applied {
+        Ok(applied) => {
+            ctx.drift.state().update(
+                &owner.name,
+                applied.iter().map(|a| (a.key.clone(), a.version.clone())),
+            );
+            let note = format!("restored {}", list(drifted));
+            tracing::info!(bundle_deployment = %owner.name, "{note}");
+            ctx.events
+                .publish(bd, EventType::Normal, "Restored", "Reconcile", note)
+                .await;
+            Attempt::Applied
+        }
+        Err(ApplyError::Conflicts(c)) => Attempt::Conflicts(crate::conflict::message(&c)),
+        Err(e) => Attempt::ApplyFailed(e.to_string()),
+    }
+}
+
 /// `keys`, for a message: the first ten, and how many more.
-fn list(keys: &[crate::object::Key]) -> String {
+fn list(keys: &[Key]) -> String {
     let mut text: Vec<String> = keys.iter().take(10).map(ToString::to_string).collect();
     if keys.len() > 10 {
         text.push(format!("and {} more", keys.len() - 10));
@@ -222,7 +289,7 @@ fn list(keys: &[crate::object::Key]) -> String {
 }
 
 /// Tells (log, event) of a CRD kept because custom resources of it remain.
-async fn kept_crd(ctx: &Context, bd: &BundleDeployment, crd: &crate::object::Key, action: &str) {
+async fn kept_crd(ctx: &Context, bd: &BundleDeployment, crd: &Key, action: &str) {
     let note = format!(
         "kept {crd}: custom resources of it remain, and deleting it would delete them; its owner marks were removed"
     );
@@ -251,12 +318,10 @@ async fn read(
         reason: reasons::BUNDLE_LOAD_FAILED,
         message: e.to_string(),
     })?;
-    ctx.allowed
-        .check(&objects)
-        .map_err(|e| Attempt::Invalid {
-            reason: reasons::KIND_NOT_ALLOWED,
-            message: e.to_string(),
-        })?;
+    ctx.allowed.check(&objects).map_err(|e| Attempt::Invalid {
+        reason: reasons::KIND_NOT_ALLOWED,
+        message: e.to_string(),
+    })?;
     Ok(objects)
 }
 /// Writes the status `attempt` gives (with `installed` what was installed before it), when it

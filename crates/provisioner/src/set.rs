@@ -15,7 +15,7 @@ use kube::{Client, ResourceExt};
 use olm_api::bundle_deployment::BundleDeployment;
 use serde_json::json;
 
-use crate::apply::{Applier, ApplyError, FIELD_MANAGER, api_message};
+use crate::apply::{Applied, Applier, ApplyError, FIELD_MANAGER, api_message};
 use crate::applyset::{self, Spans};
 use crate::marks::{self, Owner, Ownership};
 use crate::object::{Key, Object};
@@ -25,7 +25,7 @@ use crate::prune::{Removal, removal};
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Synced {
     /// The objects applied, in order.
-    pub applied: Vec<Key>,
+    pub applied: Vec<Applied>,
     /// The old set's objects removed.
     pub removed: Vec<Key>,
     /// CRDs the new set lacks that still have custom resources: kept, without our marks.
@@ -51,11 +51,12 @@ impl Applier {
         let wanted = Spans::of(&keys);
         self.record(owner, &recorded.union(&wanted)).await?;
         let applied = self.install(owner, objects).await?;
-        let keep: BTreeSet<Key> = applied.iter().cloned().collect();
+        let keep: BTreeSet<Key> = applied.iter().map(|a| a.key.clone()).collect();
         let live = self.members(owner, &recorded.union(&wanted)).await?;
         let gone = removal(live, &keep);
         let (removed, kept) = self.remove(owner, &gone).await?;
-        self.record(owner, &Spans::of(&applied)).await?;
+        self.record(owner, &Spans::of(applied.iter().map(|a| &a.key)))
+            .await?;
         Ok(Synced {
             applied,
             removed,

@@ -86,7 +86,7 @@ async fn a_bundle_with_crds_and_their_custom_resources_installs_in_order_with_ou
     let objects = plain::objects(&tree).unwrap();
     let applier = Applier::new(ctx.client.clone(), ctx.namespace.clone());
     let applied = applier.install(&owner, objects).await.unwrap();
-    let kinds: Vec<&str> = applied.iter().map(|k| k.kind.as_str()).collect();
+    let kinds: Vec<&str> = applied.iter().map(|a| a.key.kind.as_str()).collect();
     assert_eq!(kinds, ["CustomResourceDefinition", "Widget", "ConfigMap"]);
 
     // The CRD is marked but owned by no one: garbage collection must never take its data.

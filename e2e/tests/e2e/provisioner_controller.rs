@@ -101,13 +101,17 @@ async fn a_bundle_deployment_is_installed_upgraded_and_uninstalled() {
     );
     assert!(configmaps.get_opt("extra").await.unwrap().is_some());
 
+    drift_is_undone_and_nothing_else_is_written(&ctx, &bds, &name, &configmaps).await;
+
     // A new template: the same BundleDeployment moves to it, and what it drops goes.
     bds.patch(
         &name,
         &PatchParams::apply("olm-rs-e2e").force(),
-        &Patch::Apply(json!({"apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
+        &Patch::Apply(
+            json!({"apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
             "metadata": {"name": name},
-            "spec": {"provisionerClassName": "core-rukpak-io-plain", "template": template(&v2)}})),
+            "spec": {"provisionerClassName": "core-rukpak-io-plain", "template": template(&v2)}}),
+        ),
     )
     .await
     .unwrap();
@@ -143,4 +147,83 @@ async fn a_bundle_deployment_is_installed_upgraded_and_uninstalled() {
         .unwrap();
 
     ctx.cleanup().await.unwrap();
+}
+
+/// Drift: an applied object deleted by hand comes back, and one changed by hand is changed
+/// back, while a field another manager added survives; a reconcile that finds nothing moved
+/// writes nothing. The audit log shows it from the server's side: after a reconcile forced by
+/// an annotation and the deletion of one object, the provisioner's only writes are that one
+/// object's restore (its dry run and its apply), not the other objects nor the
+/// BundleDeployment (a full re-apply would patch every object and the ApplySet record).
+async fn drift_is_undone_and_nothing_else_is_written(
+    ctx: &TestContext,
+    bds: &Api<BundleDeployment>,
+    name: &str,
+    configmaps: &Api<ConfigMap>,
+) {
+    let since = std::time::SystemTime::now();
+    // A change that is not drift: the reconcile it causes finds every object as applied.
+    bds.patch(
+        name,
+        &PatchParams::apply("olm-rs-e2e-poke"),
+        &Patch::Apply(
+            json!({"apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
+            "metadata": {"name": name, "annotations": {"olm-rs.io/e2e-poke": "1"}}}),
+        ),
+    )
+    .await
+    .unwrap();
+    configmaps
+        .delete("extra", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_for(
+        configmaps,
+        "extra",
+        "restored",
+        Duration::from_secs(30),
+        |cm| cm.is_some(),
+    )
+    .await
+    .unwrap();
+    let writes: Vec<_> = olm_e2e::audit::writes_by("provisioner/", since)
+        .unwrap()
+        .into_iter()
+        // Events (the restore's own) are not objects of the set.
+        .filter(|w| !w.uri.contains("/events"))
+        .filter(|w| w.uri.contains(&ctx.namespace) || w.uri.contains(name))
+        .collect();
+    assert!(!writes.is_empty(), "the restore is not in the audit log");
+    for w in &writes {
+        assert!(
+            w.verb == "patch" && w.uri.contains("/configmaps/extra"),
+            "only the deleted object is written again, not {} {}",
+            w.verb,
+            w.uri
+        );
+    }
+
+    // Changed by hand: our field is set back, another manager's new field stays.
+    configmaps
+        .patch(
+            "settings",
+            &PatchParams::apply("someone-else").force(),
+            &Patch::Apply(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "settings"}, "data": {"version": "tampered", "theirs": "kept"}})),
+        )
+        .await
+        .unwrap();
+    let settings = wait_for(
+        configmaps,
+        "settings",
+        "set back",
+        Duration::from_secs(30),
+        |cm| {
+            cm.and_then(|c| c.data.as_ref())
+                .is_some_and(|d| d.get("version").map(String::as_str) == Some("1"))
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(settings.data.unwrap()["theirs"], "kept");
 }

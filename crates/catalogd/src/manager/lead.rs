@@ -126,11 +126,7 @@ pub async fn lead(args: &Args, prepared: &Prepared, ctx: &Context) -> Result<(),
 }
 
 /// The image source, with its layer cache.
-fn image(
-    args: &Args,
-    prepared: &Prepared,
-    ctx: &Context,
-) -> Result<ImageSource, Error> {
+fn image(args: &Args, prepared: &Prepared, ctx: &Context) -> Result<ImageSource, Error> {
     let layer_dir = args
         .layer_cache_dir
         .clone()
