@@ -12,7 +12,7 @@ ensure_prereqs
 
 # Every binary of these packages: `--bin olm-demo` would limit the build to that one binary in
 # each selected package, leaving the managers unbuilt on a fresh clone.
-cargo build --quiet --locked --bins -p olm-e2e -p catalogd -p operator-controller -p catalog-switcher
+cargo build --quiet --locked --bins -p olm-e2e -p catalogd -p operator-controller -p catalog-switcher -p provisioner
 dir=$PWD/target/demo/cluster
 # The control plane's supervisor (e2e/src/control_plane), built above with olm-e2e's binaries.
 cluster=target/debug/olm-cluster

@@ -41,7 +41,7 @@ pub fn local_args(args: &[String], ports: Ports, storage: &Path) -> Vec<String> 
                     format!("{flag}=http://127.0.0.1:{}", ports.content)
                 }
                 "--upload-url" => format!("{flag}=http://127.0.0.1:{}", ports.upload),
-                "--storage-dir" => format!("{flag}={}", storage.display()),
+                "--storage-dir" | "--cache-dir" => format!("{flag}={}", storage.display()),
                 _ => arg.clone(),
             }
         })

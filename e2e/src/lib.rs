@@ -17,6 +17,7 @@ pub mod chart;
 pub mod cluster;
 pub mod context;
 pub mod control_plane;
+pub mod demo;
 pub mod helm;
 pub mod kubelet;
 pub mod manager;

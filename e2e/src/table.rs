@@ -11,8 +11,15 @@ use crate::{Error, Result, kube_err};
 #[serde(rename_all = "camelCase")]
 struct Table {
     column_definitions: Vec<Column>,
-    #[serde(default)]
+    // The API server sends `"rows": null` when a label selector matches nothing.
+    #[serde(default, deserialize_with = "null_is_empty")]
     rows: Vec<Row>,
+}
+
+fn null_is_empty<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Vec<Row>, D::Error> {
+    Ok(Option::<Vec<Row>>::deserialize(d)?.unwrap_or_default())
 }
 
 #[derive(Deserialize)]
@@ -36,11 +43,29 @@ pub async fn get_table(
     resource: &ApiResource,
     namespace: Option<&str>,
 ) -> Result<String> {
+    get_table_selected(client, resource, namespace, None).await
+}
+
+/// As [`get_table`], of the objects with the labels `selector` names (`kubectl get -l`).
+pub async fn get_table_selected(
+    client: &Client,
+    resource: &ApiResource,
+    namespace: Option<&str>,
+    selector: Option<&str>,
+) -> Result<String> {
     let api: Api<DynamicObject> = match namespace {
         Some(ns) => Api::namespaced_with(client.clone(), ns, resource),
         None => Api::all_with(client.clone(), resource),
     };
-    let request = http::Request::get(api.resource_url())
+    let url = match selector {
+        Some(s) => format!(
+            "{}?labelSelector={}",
+            api.resource_url(),
+            url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>()
+        ),
+        None => api.resource_url().to_owned(),
+    };
+    let request = http::Request::get(url)
         .header(
             http::header::ACCEPT,
             "application/json;as=Table;v=v1;g=meta.k8s.io",

@@ -1,78 +1,79 @@
 //! The demo, against the cluster named by `KUBECONFIG` (a fresh local control plane, started by
 //! hack/demo.sh): installs olm-rs with the real helm, runs each manager as its chart
 //! ServiceAccount (no kubelet runs here, so the Deployments' containers run as local
-//! processes, with the Deployments' own arguments), then walks through upstream's demo
-//! "sourcing catalog content from a ConfigMap" step by step, as a tutorial: a step title, the
-//! command a user would type, and what it printed.
+//! processes, with the Deployments' own arguments), then tells the whole story step by step,
+//! as a tutorial (a step title, the command a user would type, and what it printed): an
+//! operator's bundles and catalog pushed to a registry, a Catalog of that image, an Operator
+//! resolved to a BundleDeployment and installed by the provisioner, the Catalog moved to a new
+//! version and the operator upgraded with it, and everything deleted again.
 //!
 //! Usage: `olm-demo [SAMPLES_DIR]`
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, GroupVersionKind};
-use kube::discovery::pinned_kind;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use olm_api::bundle_deployment::BundleDeployment;
 use olm_api::catalog::Catalog;
 use olm_api::operator::Operator;
 use olm_e2e::chart::{self, ChartManager};
-use olm_e2e::{apply, cluster, samples, table, wait};
+use olm_e2e::demo::{apply_docs, command, get, push_example, sample, step, token};
+use olm_e2e::{cluster, samples, wait};
+use olm_testkit::registry::Registry;
 
 const WAIT: Duration = Duration::from_secs(120);
+const CATALOGS: (&str, &str, &str) = ("catalogd.operatorframework.io", "v1alpha1", "Catalog");
+const OPERATORS: (&str, &str, &str) = ("operators.operatorframework.io", "v1alpha1", "Operator");
+const BUNDLE_DEPLOYMENTS: (&str, &str, &str) = ("core.rukpak.io", "v1alpha1", "BundleDeployment");
+/// The example operator's namespace, and the label its objects carry.
+const OPERATOR_NS: &str = "example-operator-system";
+const OWNED: &str = "core.rukpak.io/owner-name=example-operator";
 
-fn step(n: u32, title: &str) {
-    println!("\n== {n}. {title} ==\n");
+/// Waits until the Operator says it installed `version`.
+async fn installed(operators: &Api<Operator>, version: &str) -> Result<Operator> {
+    let version = version.to_owned();
+    Ok(
+        wait::wait_for(operators, "example-operator", "installed", WAIT, move |o| {
+            o.and_then(|o| o.status.as_ref()).is_some_and(|s| {
+                olm_api::conditions::is_true(&s.conditions, "Installed")
+                    && s.installed_version.as_deref() == Some(version.as_str())
+            })
+        })
+        .await?,
+    )
 }
 
-fn command(text: &str) {
-    println!("$ {text}");
-}
-
-async fn get(
-    client: &kube::Client,
-    group: &str,
-    version: &str,
-    kind: &str,
-    ns: Option<&str>,
-) -> Result<()> {
-    let (resource, _) = pinned_kind(client, &GroupVersionKind::gvk(group, version, kind)).await?;
-    let scope = ns.map(|n| format!(" -n {n}")).unwrap_or_default();
-    command(&format!("kubectl get {}{scope}", resource.plural));
-    print!("{}", table::get_table(client, &resource, ns).await?);
-    Ok(())
-}
-
-/// The documents of a sample file.
-fn sample(dir: &Path, file: &str) -> Result<Vec<serde_json::Value>> {
-    let path = dir.join(file);
-    let text =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    Ok(apply::parse_documents(&text)?)
-}
-
-/// A token of the ServiceAccount `namespace/name`, as `kubectl create token` makes.
-async fn token(client: &kube::Client, namespace: &str, name: &str) -> Result<String> {
-    use k8s_openapi::api::authentication::v1::TokenRequest;
-    use k8s_openapi::api::core::v1::ServiceAccount;
-    let request = TokenRequest::default();
-    let issued = Api::<ServiceAccount>::namespaced(client.clone(), namespace)
-        .create_token_request(name, &Default::default(), &request)
-        .await
-        .with_context(|| format!("requesting a token for {namespace}/{name}"))?;
-    issued
-        .status
-        .map(|s| s.token)
-        .context("the TokenRequest returned no token")
-}
-
-async fn apply_docs(client: &kube::Client, docs: &[serde_json::Value]) -> Result<()> {
-    for doc in docs {
-        let obj = apply::apply_document(client, doc, "default").await?;
-        let kind = apply::gvk_of(doc)?.kind.to_lowercase();
-        println!("{kind}/{} applied", obj.name_any());
-    }
+/// What the operator's objects are: its ConfigMaps and its CRD, and the settings' version.
+async fn show_installed(client: &kube::Client) -> Result<()> {
+    get(
+        client,
+        ("", "v1", "ConfigMap"),
+        Some(OPERATOR_NS),
+        Some(OWNED),
+    )
+    .await?;
+    get(
+        client,
+        ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+        None,
+        Some(OWNED),
+    )
+    .await?;
+    command(&format!(
+        "kubectl get configmap example-operator-settings -n {OPERATOR_NS} -o jsonpath='{{.data.version}}'"
+    ));
+    let settings = Api::<ConfigMap>::namespaced(client.clone(), OPERATOR_NS)
+        .get("example-operator-settings")
+        .await?;
+    println!(
+        "{}",
+        settings
+            .data
+            .and_then(|d| d.get("version").cloned())
+            .unwrap_or_default()
+    );
     Ok(())
 }
 
@@ -104,21 +105,41 @@ async fn main() -> Result<()> {
 
     step(2, "Install olm-rs with Helm");
     // The harness installs every CRD with the control plane, the BundleDeployment CRD
-    // included, as rukpak would: the chart leaves that one alone.
-    command("helm install olm charts/olm --set bundleDeploymentCRD.install=false");
-    let out = chart::install(false, &["bundleDeploymentCRD.install=false"])?;
+    // included, as rukpak would: the chart leaves that one alone. The demo's registry listens
+    // on loopback, which sources may reach only when the admin allows it.
+    let sets = [
+        "bundleDeploymentCRD.install=false",
+        "catalogd.sources.allowLoopback=true",
+        "provisioner.sources.allowLoopback=true",
+    ];
+    command(&format!(
+        "helm install olm charts/olm {}",
+        sets.map(|s| format!("--set {s}")).join(" ")
+    ));
+    let out = chart::install(false, &sets)?;
     for line in out.lines().take_while(|l| !l.starts_with("NOTES")) {
         println!("{line}");
     }
-    get(&client, "apps", "v1", "Deployment", Some("olm-system")).await?;
+    get(
+        &client,
+        ("apps", "v1", "Deployment"),
+        Some("olm-system"),
+        None,
+    )
+    .await?;
 
     step(3, "Run the managers as their ServiceAccounts");
     println!(
-        "No kubelet runs here, so each Deployment's container runs as a local process, with the\nDeployment's own arguments and a token of its ServiceAccount (only addresses point at\nloopback):"
+        "No kubelet runs here, so each Deployment's container runs as a local process, with the\nDeployment's own arguments and a token of its ServiceAccount (only addresses and folders\npoint here):"
     );
     let manifest = chart::manifest()?;
     let mut managers: Vec<(&str, ChartManager)> = Vec::new();
-    for name in ["catalogd", "operator-controller", "catalog-switcher"] {
+    for name in [
+        "catalogd",
+        "operator-controller",
+        "catalog-switcher",
+        "provisioner",
+    ] {
         let m = chart::run_manager(&client, &manifest, name).await?;
         println!(
             "  {name} as ServiceAccount olm-system/{name}: {name} {}",
@@ -127,26 +148,39 @@ async fn main() -> Result<()> {
         managers.push((name, m));
     }
 
-    let catalog_docs = sample(&dir, "catalog-configmaps.yaml")?;
-    let (config_map, catalog): (Vec<_>, Vec<_>) = catalog_docs
-        .into_iter()
-        .partition(|d| d["kind"] == "ConfigMap");
-
-    step(4, "Put a File-Based Catalog in a ConfigMap");
-    command("kubectl apply -f config/samples/catalog-configmaps.yaml   # the ConfigMap part");
-    apply_docs(&client, &config_map).await?;
+    step(
+        4,
+        "Push the operator's bundles and its catalog to a registry",
+    );
+    let registry = Registry::start("demo", None)?;
+    println!(
+        "A registry (the distribution registry, Debian's docker-registry) on {}; the example\noperator's two plain+v0 bundles and two catalog images, from {}:",
+        registry.host,
+        dir.join("example-operator").display()
+    );
+    for pushed in push_example(&registry, &dir.join("example-operator")).await? {
+        println!("  pushed {pushed}");
+    }
 
     step(
         5,
-        "Create a Catalog that reads it, and wait until it is served",
+        "Create a Catalog of the 0.1.0 catalog image, and wait until it is served",
     );
-    command("kubectl apply -f config/samples/catalog-configmaps.yaml   # the Catalog part");
-    apply_docs(&client, &catalog).await?;
-    command("kubectl wait catalog/example-configmaps --for=condition=Unpacked");
+    let index = |v: &str| format!("{}/example-operator-index:{v}", registry.host);
+    let catalog = serde_json::json!({
+        "apiVersion": "catalogd.operatorframework.io/v1alpha1", "kind": "Catalog",
+        "metadata": {"name": "example-operator-index", "labels": {"olm-rs.io/tier": "example"}},
+        "spec": {"source": {"type": "image", "image": {"ref": index("0.1.0")}}},
+    });
+    command("kubectl apply -f - <<EOF");
+    print!("{}", serde_saphyr::to_string(&catalog)?);
+    println!("EOF");
+    apply_docs(&client, &[catalog]).await?;
+    command("kubectl wait catalog/example-operator-index --for=condition=Unpacked");
     let catalogs: Api<Catalog> = Api::all(client.clone());
     let served = wait::wait_for(
         &catalogs,
-        "example-configmaps",
+        "example-operator-index",
         "Unpacked=True",
         WAIT,
         |c| {
@@ -155,15 +189,8 @@ async fn main() -> Result<()> {
         },
     )
     .await?;
-    println!("catalog.catalogd.operatorframework.io/example-configmaps condition met");
-    get(
-        &client,
-        "catalogd.operatorframework.io",
-        "v1alpha1",
-        "Catalog",
-        None,
-    )
-    .await?;
+    println!("catalog.catalogd.operatorframework.io/example-operator-index condition met");
+    get(&client, CATALOGS, None, None).await?;
 
     step(6, "Query the metadata catalogd serves");
     let url = served
@@ -179,59 +206,51 @@ async fn main() -> Result<()> {
 
     step(
         7,
-        "Ask for the operator: an Operator, resolved to a BundleDeployment",
+        "Ask for the operator: an Operator, a BundleDeployment, the operator installed",
     );
     command("kubectl apply -f config/samples/operator.yaml");
-    apply_docs(&client, &sample(&dir, "operator.yaml")?).await?;
-    command("kubectl wait operator/example-operator --for=condition=Resolved");
+    apply_docs(&client, &sample(&dir.join("operator.yaml"))?).await?;
+    command("kubectl wait operator/example-operator --for=condition=Installed");
     let operators: Api<Operator> = Api::all(client.clone());
-    wait::wait_for(&operators, "example-operator", "Resolved=True", WAIT, |o| {
-        o.and_then(|o| o.status.as_ref())
-            .is_some_and(|s| olm_api::conditions::is_true(&s.conditions, "Resolved"))
-    })
-    .await?;
+    installed(&operators, "0.1.0").await?;
     println!("operator.operators.operatorframework.io/example-operator condition met");
-    get(
-        &client,
-        "operators.operatorframework.io",
-        "v1alpha1",
-        "Operator",
-        None,
-    )
-    .await?;
-    let bds: Api<BundleDeployment> = Api::all(client.clone());
-    let bd = wait::wait_for(
-        &bds,
-        "example-operator",
-        "the BundleDeployment",
-        WAIT,
-        |b| b.is_some(),
-    )
-    .await?;
-    get(
-        &client,
-        "core.rukpak.io",
-        "v1alpha1",
-        "BundleDeployment",
-        None,
-    )
-    .await?;
-    command(
-        "kubectl get bundledeployment example-operator -o jsonpath='{.spec.template.spec.source.image.ref}'",
+    get(&client, OPERATORS, None, None).await?;
+    get(&client, BUNDLE_DEPLOYMENTS, None, None).await?;
+    println!(
+        "The provisioner pulled the bundle image and applied its objects, each marked as the\nBundleDeployment's:"
     );
-    let image = bd
-        .spec
-        .template
-        .spec
-        .source
-        .image
-        .map(|i| i.r#ref)
-        .unwrap_or_default();
-    println!("{image}");
-    println!("(rukpak, which would unpack and install that bundle, is not part of this demo)");
+    show_installed(&client).await?;
 
     step(
         8,
+        "Move the Catalog to 0.2.0: the operator upgrades with it",
+    );
+    command(&format!(
+        "kubectl patch catalog example-operator-index --type merge -p '{{\"spec\":{{\"source\":{{\"image\":{{\"ref\":\"{}\"}}}}}}}}'",
+        index("0.2.0")
+    ));
+    catalogs
+        .patch(
+            "example-operator-index",
+            &PatchParams::default(),
+            &Patch::Merge(
+                serde_json::json!({"spec": {"source": {"image": {"ref": index("0.2.0")}}}}),
+            ),
+        )
+        .await?;
+    command(
+        "kubectl wait operator/example-operator --for=jsonpath='{.status.installedVersion}'=0.2.0",
+    );
+    installed(&operators, "0.2.0").await?;
+    println!("operator.operators.operatorframework.io/example-operator condition met");
+    get(&client, OPERATORS, None, None).await?;
+    println!(
+        "The same BundleDeployment now names 0.2.0's bundle; its settings changed, and the\nConfigMap 0.2.0 dropped was pruned:"
+    );
+    show_installed(&client).await?;
+
+    step(
+        9,
         "The managers' metrics, over HTTPS to an authorized token",
     );
     println!(
@@ -257,8 +276,13 @@ async fn main() -> Result<()> {
         .tls_danger_accept_invalid_certs(true)
         .build()?;
     for (name, m) in &managers {
+        let family = if *name == "provisioner" {
+            "provisioner_install_results_total"
+        } else {
+            "controller_runtime_reconcile_total"
+        };
         command(&format!(
-            "curl -sk -H \"Authorization: Bearer $TOKEN\" {}/metrics | grep controller_runtime_reconcile_total   # {name}",
+            "curl -sk -H \"Authorization: Bearer $TOKEN\" {}/metrics | grep {family}   # {name}",
             m.admin_url
         ));
         let text = http
@@ -268,10 +292,7 @@ async fn main() -> Result<()> {
             .await?
             .text()
             .await?;
-        for line in text
-            .lines()
-            .filter(|l| l.starts_with("controller_runtime_reconcile_total"))
-        {
+        for line in text.lines().filter(|l| l.starts_with(family)) {
             println!("{line}");
         }
     }
@@ -287,35 +308,44 @@ async fn main() -> Result<()> {
         .status();
     println!("{}", status.as_u16());
 
-    step(9, "Delete the Operator and the Catalog: nothing is left");
+    step(
+        10,
+        "Delete the Operator and the Catalog: nothing of the operator is left",
+    );
     command("kubectl delete operator example-operator");
     operators
         .delete("example-operator", &DeleteParams::background())
         .await?;
     wait::wait_for_deletion(&operators, "example-operator", WAIT).await?;
+    let bds: Api<BundleDeployment> = Api::all(client.clone());
     wait::wait_for_deletion(&bds, "example-operator", WAIT).await?;
     println!("operator.operators.operatorframework.io \"example-operator\" deleted");
-    command("kubectl delete catalog example-configmaps");
+    command("kubectl delete catalog example-operator-index");
     catalogs
-        .delete("example-configmaps", &DeleteParams::background())
+        .delete("example-operator-index", &DeleteParams::background())
         .await?;
-    wait::wait_for_deletion(&catalogs, "example-configmaps", WAIT).await?;
-    println!("catalog.catalogd.operatorframework.io \"example-configmaps\" deleted");
+    wait::wait_for_deletion(&catalogs, "example-operator-index", WAIT).await?;
+    println!("catalog.catalogd.operatorframework.io \"example-operator-index\" deleted");
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    wait::wait_for_deletion(&namespaces, OPERATOR_NS, WAIT).await?;
+    get(&client, BUNDLE_DEPLOYMENTS, None, None).await?;
     get(
         &client,
-        "core.rukpak.io",
-        "v1alpha1",
-        "BundleDeployment",
+        ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
         None,
+        Some(OWNED),
     )
     .await?;
+    command(&format!("kubectl get namespace {OPERATOR_NS}"));
+    println!("Error from server (NotFound): namespaces \"{OPERATOR_NS}\" not found");
     command(&format!("curl -s -o /dev/null -w '%{{http_code}}' {url}"));
     println!("{}", reqwest::get(&url).await?.status().as_u16());
 
-    step(10, "Uninstall olm-rs");
+    step(11, "Uninstall olm-rs");
     for (_, m) in &managers {
         m.manager.stop()?;
     }
+    registry.stop()?;
     command("kubectl delete clusterrolebinding olm-demo-metrics-reader");
     Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(client.clone())
         .delete("olm-demo-metrics-reader", &DeleteParams::background())

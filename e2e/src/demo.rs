@@ -1,0 +1,143 @@
+//! What the demo (`olm-demo`) prints and pushes: a step's title, the command a user would type,
+//! a `kubectl get` table, and the example operator's bundle and catalog images
+//! (config/samples/example-operator) pushed to a registry on loopback.
+
+use std::path::Path;
+
+use kube::ResourceExt;
+use kube::api::{Api, GroupVersionKind};
+use kube::discovery::pinned_kind;
+use olm_testkit::images::{self, Entry};
+use olm_testkit::registry::Registry;
+
+use crate::{Error, Result, apply, table};
+
+/// Prints a step's title.
+pub fn step(n: u32, title: &str) {
+    println!("\n== {n}. {title} ==\n");
+}
+
+/// Prints the command a user would type.
+pub fn command(text: &str) {
+    println!("$ {text}");
+}
+
+/// `kubectl get <kind> [-n ns] [-l selector]`, as its table.
+pub async fn get(
+    client: &kube::Client,
+    (group, version, kind): (&str, &str, &str),
+    ns: Option<&str>,
+    selector: Option<&str>,
+) -> Result<()> {
+    let (resource, _) = pinned_kind(client, &GroupVersionKind::gvk(group, version, kind))
+        .await
+        .map_err(crate::kube_err(format!("finding {kind}")))?;
+    let scope = ns.map(|n| format!(" -n {n}")).unwrap_or_default();
+    let labels = selector.map(|l| format!(" -l {l}")).unwrap_or_default();
+    command(&format!("kubectl get {}{scope}{labels}", resource.plural));
+    print!(
+        "{}",
+        table::get_table_selected(client, &resource, ns, selector).await?
+    );
+    Ok(())
+}
+
+/// The documents of a sample file.
+pub fn sample(path: &Path) -> Result<Vec<serde_json::Value>> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
+    apply::parse_documents(&text)
+}
+
+/// A token of the ServiceAccount `namespace/name`, as `kubectl create token` makes.
+pub async fn token(client: &kube::Client, namespace: &str, name: &str) -> Result<String> {
+    use k8s_openapi::api::authentication::v1::TokenRequest;
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    let issued = Api::<ServiceAccount>::namespaced(client.clone(), namespace)
+        .create_token_request(name, &Default::default(), &TokenRequest::default())
+        .await
+        .map_err(crate::kube_err(format!(
+            "requesting a token for {namespace}/{name}"
+        )))?;
+    issued
+        .status
+        .map(|s| s.token)
+        .ok_or_else(|| Error::Cluster("the TokenRequest returned no token".into()))
+}
+
+/// Applies `docs` (server-side), printing each as `kubectl apply` does.
+pub async fn apply_docs(client: &kube::Client, docs: &[serde_json::Value]) -> Result<()> {
+    for doc in docs {
+        let obj = apply::apply_document(client, doc, "default").await?;
+        let kind = apply::gvk_of(doc)?.kind.to_lowercase();
+        println!("{kind}/{} applied", obj.name_any());
+    }
+    Ok(())
+}
+
+/// The files of `dir`, by path below it (a bundle's `manifests/`, say).
+fn files_of(dir: &Path, below: &str) -> Result<Vec<Entry>> {
+    let mut entries = vec![Entry::Dir(below.to_owned())];
+    let listed = std::fs::read_dir(dir).map_err(|source| Error::Io {
+        path: dir.display().to_string(),
+        source,
+    })?;
+    let mut paths: Vec<_> = listed.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    paths.sort();
+    for path in paths {
+        let content = std::fs::read(&path).map_err(|source| Error::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        entries.push(Entry::File(format!("{below}/{name}"), content));
+    }
+    Ok(entries)
+}
+
+/// Pushes example-operator's bundles (`example-operator-bundle:v<version>`, each a plain+v0
+/// bundle as the whole image) and catalogs (`example-operator-index:<version>`, the FBC under
+/// `/configs` with `REGISTRY` filled in) from `dir`; returns the references pushed.
+pub async fn push_example(registry: &Registry, dir: &Path) -> Result<Vec<String>> {
+    let mut pushed = Vec::new();
+    for version in ["0.1.0", "0.2.0"] {
+        let manifests = dir.join(format!("bundle-{version}/manifests"));
+        let layer = images::layer(&files_of(&manifests, "manifests")?);
+        let tag = format!("v{version}");
+        images::push(
+            registry,
+            "example-operator-bundle",
+            &tag,
+            &[layer],
+            &Default::default(),
+        )
+        .await?;
+        pushed.push(format!("{}/example-operator-bundle:{tag}", registry.host));
+    }
+    for version in ["0.1.0", "0.2.0"] {
+        let path = dir.join(format!("index-{version}.yaml"));
+        let fbc = std::fs::read_to_string(&path)
+            .map_err(|source| Error::Io {
+                path: path.display().to_string(),
+                source,
+            })?
+            .replace("REGISTRY", &registry.host);
+        images::push_catalog(
+            registry,
+            "example-operator-index",
+            version,
+            &[("catalog.yaml", fbc.as_str())],
+        )
+        .await?;
+        pushed.push(format!(
+            "{}/example-operator-index:{version}",
+            registry.host
+        ));
+    }
+    Ok(pushed)
+}
