@@ -116,6 +116,7 @@ fn defined() -> BTreeSet<String> {
         "catalogd_",
         "operator_controller_",
         "catalog_switcher_",
+        "provisioner_",
     ];
     let mut names = BTreeSet::new();
     let mut dirs = vec![root().join("crates")];
@@ -194,6 +195,7 @@ fn read_by(expr: &str, known: &BTreeSet<String>) -> Vec<String> {
             "catalogd_",
             "operator_controller_",
             "catalog_switcher_",
+            "provisioner_",
         ]
         .iter()
         .any(|p| family.starts_with(p));

@@ -77,7 +77,7 @@ impl Manager for Provisioner {
         }
         Ok(Prepared {
             metrics: ProvisionerMetrics::new(&rt.metrics.registry)?,
-            image_metrics: ImageMetrics::new(&rt.metrics.registry, "provisioner")?,
+            image_metrics: ImageMetrics::new(&rt.metrics.registry, ImageMetrics::PROVISIONER)?,
             registry_ca: args.image.registry_ca().map_err(Error::Settings)?,
         })
     }

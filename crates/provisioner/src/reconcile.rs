@@ -113,11 +113,13 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
             Ok(Action::await_change())
         }
         Plan::Uninstall => {
-            let removed = ctx
-                .applier
-                .remove_all(&owner)
-                .await
-                .map_err(Error::Uninstall)?;
+            let removed = match ctx.applier.remove_all(&owner).await {
+                Ok(removed) => removed,
+                Err(e) => {
+                    uninstall_failed(&ctx, &bd, &e.to_string()).await;
+                    return Err(Error::Uninstall(e));
+                }
+            };
             for crd in &removed.kept {
                 kept_crd(&ctx, &bd, crd, "Uninstall").await;
             }
@@ -277,6 +279,54 @@ async fn restore(
         Err(ApplyError::Conflicts(c)) => Attempt::Conflicts(crate::conflict::message(&c)),
         Err(e) => Attempt::ApplyFailed(e.to_string()),
     }
+}
+
+/// Says (status, event) that deleting `bd` is held up, naming what could not be removed; the
+/// finalizer stays, and the removal is retried.
+async fn uninstall_failed(ctx: &Context, bd: &BundleDeployment, what: &str) {
+    let message = format!("uninstalling: {what}; the finalizer stays until it can be removed");
+    let status = bd.status.clone().unwrap_or_default();
+    let mut conditions = status.conditions;
+    olm_api::conditions::set_condition(
+        &mut conditions,
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+            type_: crate::status::types::INSTALLED.to_owned(),
+            status: "False".to_owned(),
+            reason: reasons::UNINSTALL_FAILED.to_owned(),
+            message: olm_api::conditions::clip_message(message.clone()),
+            observed_generation: bd.metadata.generation,
+            last_transition_time: Time(k8s_openapi::jiff::Timestamp::now()),
+        },
+    );
+    let patch = json!({
+        "apiVersion": "core.rukpak.io/v1alpha1",
+        "kind": "BundleDeployment",
+        // All of our status fields: an apply drops those of ours it leaves out.
+        "status": {
+            "conditions": conditions,
+            "activeBundle": status.active_bundle,
+            "observedGeneration": status.observed_generation,
+        },
+    });
+    let written = Api::<BundleDeployment>::all(ctx.client.clone())
+        .patch_status(
+            &bd.name_any(),
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(patch),
+        )
+        .await;
+    if let Err(error) = written {
+        tracing::warn!(bundle_deployment = %bd.name_any(), %error, "could not write why uninstalling is held up");
+    }
+    ctx.events
+        .publish(
+            bd,
+            EventType::Warning,
+            reasons::UNINSTALL_FAILED,
+            "Uninstall",
+            message,
+        )
+        .await;
 }
 
 /// `keys`, for a message: the first ten, and how many more.

@@ -44,6 +44,8 @@ pub mod reasons {
     pub const INSTALL_PENDING: &str = "InstallPending";
     /// The installed version's objects could not all be restored.
     pub const RECONCILE_FAILED: &str = "ReconcileFailed";
+    /// Being deleted, and an applied object could not be removed.
+    pub const UNINSTALL_FAILED: &str = "UninstallFailed";
     /// The bundle holds a kind the admin did not allow (`--allowed-kinds`).
     pub const KIND_NOT_ALLOWED: &str = "KindNotAllowed";
     /// Applying an object failed (metrics and events; the condition says which install).

@@ -76,18 +76,32 @@ pub struct ImageMetrics {
 }
 
 impl ImageMetrics {
-    /// Registers the families in `registry`, named after the manager (`catalogd`,
-    /// `provisioner`): `<manager>_image_layers_total`, `<manager>_image_layer_download_bytes_total`.
-    pub fn new(registry: &prometheus::Registry, manager: &str) -> Result<Self, prometheus::Error> {
+    /// catalogd's names of the families (layers, bytes).
+    pub const CATALOGD: [&'static str; 2] = [
+        "catalogd_image_layers_total",
+        "catalogd_image_layer_download_bytes_total",
+    ];
+    /// The provisioner's names of the families (layers, bytes).
+    pub const PROVISIONER: [&'static str; 2] = [
+        "provisioner_image_layers_total",
+        "provisioner_image_layer_download_bytes_total",
+    ];
+
+    /// Registers the families in `registry`, under the manager's `names` ([`Self::CATALOGD`],
+    /// [`Self::PROVISIONER`]: each manager's metrics carry its prefix).
+    pub fn new(
+        registry: &prometheus::Registry,
+        [layers_name, bytes_name]: [&'static str; 2],
+    ) -> Result<Self, prometheus::Error> {
         let layers = IntCounterVec::new(
             Opts::new(
-                format!("{manager}_image_layers_total"),
+                layers_name,
                 "Layers needed by image pulls, by origin (registry: downloaded; cache: reused).",
             ),
             &["origin"],
         )?;
         let layer_bytes = prometheus::IntCounter::new(
-            format!("{manager}_image_layer_download_bytes_total"),
+            bytes_name,
             "Bytes of image layers downloaded from registries.",
         )?;
         registry.register(Box::new(layers.clone()))?;

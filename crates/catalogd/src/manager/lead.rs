@@ -146,6 +146,9 @@ fn image(args: &Args, prepared: &Prepared, ctx: &Context) -> Result<ImageSource,
             args.max_content_bytes,
         ),
         cache,
-        Some(ImageMetrics::new(&ctx.metrics.registry, "catalogd")?),
+        Some(ImageMetrics::new(
+            &ctx.metrics.registry,
+            ImageMetrics::CATALOGD,
+        )?),
     ))
 }
