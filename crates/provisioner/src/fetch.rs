@@ -86,11 +86,16 @@ impl Fetcher {
                     .map_err(FetchError::Source)?;
                 match pulled {
                     Pulled::Content {
-                        by_digest, files, ..
+                        by_digest,
+                        dirs,
+                        files,
+                        ..
                     } => Ok(Content {
-                        tree: files
-                            .into_iter()
-                            .fold(Tree::new(), |t, (path, content)| t.file(&path, content)),
+                        // Directories too: an empty manifests/ is not the same as none.
+                        tree: files.into_iter().fold(
+                            dirs.iter().fold(Tree::new(), |t, d| t.dir(d)),
+                            |t, (path, content)| t.file(&path, content),
+                        ),
                         resolved: Some(by_digest),
                     }),
                     // Nothing was held, so nothing can be unchanged.

@@ -10,6 +10,7 @@ mod images;
 mod network;
 mod operators;
 mod provisioner;
+mod provisioner_bundles;
 mod provisioner_controller;
 mod provisioner_fetch;
 mod samples;

@@ -443,6 +443,12 @@ impl ImageFs {
     /// The catalog's files, by path under the configs directory, in path order: symlinks
     /// stand for their target's content.
     pub fn into_files(self) -> Result<Vec<(String, Vec<u8>)>, LayerError> {
+        self.into_tree().map(|(_, files)| files)
+    }
+
+    /// As [`ImageFs::into_files`], with the directories below the configs directory too (a
+    /// bundle's empty `manifests/` is not the same as none), in path order.
+    pub fn into_tree(self) -> Result<super::Unpacked, LayerError> {
         if let Some(link) = &self.link_on_path {
             return Err(LayerError::Refused(format!(
                 "/{link} is a symlink; /{} is read only as a real directory",
@@ -483,18 +489,23 @@ impl ImageFs {
                 .trim_start_matches('/')
                 .to_owned()
         };
-        let mut files: Vec<(String, Vec<u8>)> = self
-            .entries
+        let mut dirs = Vec::new();
+        let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+        for (path, entry) in self.entries {
+            match entry.node {
+                Node::File(c) => files.push((path, c)),
+                Node::Dir if path != root => dirs.push(relative(path)),
+                _ => {}
+            }
+        }
+        let mut files: Vec<(String, Vec<u8>)> = files
             .into_iter()
-            .filter_map(|(path, entry)| match entry.node {
-                Node::File(c) => Some((path, c)),
-                _ => None,
-            })
             .chain(linked)
             .map(|(path, c)| (relative(path), c))
             .collect();
         files.sort_by(|a, b| a.0.cmp(&b.0));
-        Ok(files)
+        dirs.sort();
+        Ok((dirs, files))
     }
 
     /// The content a symlink stands for: a file in the configs directory, or nothing (a link

@@ -150,6 +150,8 @@ pub enum Pulled {
         digest: String,
         /// The reference by that digest.
         by_digest: String,
+        /// The directories below the one asked for, by path below it.
+        dirs: Vec<String>,
         /// The files of the directory asked for, by path below it.
         files: Vec<(String, Vec<u8>)>,
     },
@@ -326,7 +328,7 @@ impl ImageSource {
         // The pull's own deadline starts once it may run: waiting for other pulls (or for the
         // budget) is not its time.
         let deadline = Instant::now() + timeout;
-        let files = tokio::time::timeout_at(
+        let (dirs, files) = tokio::time::timeout_at(
             deadline.into(),
             self.pull(&access, &digest, request.dir, deadline),
         )
@@ -344,6 +346,7 @@ impl ImageSource {
         Ok(Pulled::Content {
             digest,
             by_digest,
+            dirs,
             files,
         })
     }
@@ -356,7 +359,7 @@ impl ImageSource {
         digest: &str,
         dir: Option<&str>,
         deadline: Instant,
-    ) -> Result<Vec<(String, Vec<u8>)>, PullError> {
+    ) -> Result<Unpacked, PullError> {
         let (session, bytes) = self
             .registries
             .with_scheme(access, |plain| async move {
@@ -493,7 +496,7 @@ pub fn unpack(
     layers: Vec<(String, std::fs::File)>,
     max_bytes: u64,
     deadline: Option<Instant>,
-) -> Result<Vec<(String, Vec<u8>)>, PullError> {
+) -> Result<Unpacked, PullError> {
     let mut fs = ImageFs::new(configs_dir, max_bytes).map_err(|source| PullError::Layer {
         what: "the image config".into(),
         source,
@@ -505,11 +508,14 @@ pub fn unpack(
         fs.apply(index, file, max_bytes)
             .map_err(|source| PullError::Layer { what, source })?;
     }
-    fs.into_files().map_err(|source| PullError::Layer {
+    fs.into_tree().map_err(|source| PullError::Layer {
         what: "the image".into(),
         source,
     })
 }
+
+/// An unpacked directory: its subdirectories and its files, by path below it.
+pub type Unpacked = (Vec<String>, Vec<(String, Vec<u8>)>);
 
 fn describe_layer(index: usize, count: usize, digest: &str) -> String {
     format!("layer {} of {count} ({digest})", index + 1)
