@@ -107,9 +107,14 @@ impl Applier {
         }
     }
 
-    /// Where namespaced objects without a namespace go.
-    pub fn default_namespace(&self) -> &str {
-        &self.default_namespace
+    /// `key` with the namespace a namespace-less object goes to. For a cluster-scoped object
+    /// that names a namespace it has not; only set records and lookups use it.
+    pub fn placed_key(&self, key: &Key) -> Key {
+        let mut placed = key.clone();
+        placed
+            .namespace
+            .get_or_insert_with(|| self.default_namespace.clone());
+        placed
     }
 
     /// Installs `objects` for `owner`: places, checks, then applies them in order. Returns the

@@ -37,17 +37,9 @@ impl Applier {
     /// them (nothing when the install fails: the old version stays as it was).
     pub async fn sync(&self, owner: &Owner, objects: Vec<Object>) -> Result<Synced, ApplyError> {
         let recorded = self.recorded(owner).await?;
-        let keys: Vec<Key> = objects
-            .iter()
-            .map(|o| {
-                let mut key = o.key.clone();
-                // Where a namespace-less object may go; for a cluster-scoped one this adds a
-                // namespace to the record for nothing, which is harmless.
-                key.namespace
-                    .get_or_insert_with(|| self.default_namespace.clone());
-                key
-            })
-            .collect();
+        // Where a namespace-less object may go; for a cluster-scoped one this adds a namespace
+        // to the record for nothing, which is harmless.
+        let keys: Vec<Key> = objects.iter().map(|o| self.placed_key(&o.key)).collect();
         let wanted = Spans::of(&keys);
         self.record(owner, &recorded.union(&wanted)).await?;
         let applied = self.install(owner, objects).await?;

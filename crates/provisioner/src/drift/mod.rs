@@ -73,14 +73,6 @@ impl Drift {
             ));
         }
     }
-
-    /// How many group-kinds are watched.
-    pub fn watches(&self) -> usize {
-        self.watched
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
-    }
 }
 
 /// The key and what was seen of a watched object.

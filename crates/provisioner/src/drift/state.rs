@@ -126,11 +126,6 @@ impl State {
         affected
     }
 
-    /// Whether a watch of `group_kind` has listed.
-    pub fn is_synced(&self, group_kind: &GroupKind) -> bool {
-        self.synced.contains(group_kind)
-    }
-
     /// How many objects are remembered and seen (for the memory figures).
     pub fn sizes(&self) -> (usize, usize) {
         (

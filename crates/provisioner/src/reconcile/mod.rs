@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::{Client, ResourceExt};
@@ -14,7 +13,7 @@ use olm_api::bundle_deployment::BundleDeployment;
 use olm_runtime::{EventPublisher, EventType};
 use serde_json::json;
 
-use crate::apply::{Applier, ApplyError, FIELD_MANAGER};
+use crate::apply::{Applier, ApplyError};
 use crate::drift::Drift;
 use crate::fetch::Fetcher;
 use crate::format::plain;
@@ -24,7 +23,9 @@ use crate::metrics::ProvisionerMetrics;
 use crate::object::{Key, Object};
 use crate::plan::{FINALIZER, Plan, installed_of, plan};
 use crate::source::{Format, Wanted};
-use crate::status::{Attempt, Installed, Verdict, reasons, verdict};
+use crate::status::{Attempt, Installed, reasons};
+
+mod report;
 
 /// How often an installed BundleDeployment is applied again, restoring what drifted.
 pub const RESYNC: Duration = Duration::from_secs(600);
@@ -116,12 +117,12 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
             let removed = match ctx.applier.remove_all(&owner).await {
                 Ok(removed) => removed,
                 Err(e) => {
-                    uninstall_failed(&ctx, &bd, &e.to_string()).await;
+                    report::uninstall_failed(&ctx, &bd, &e.to_string()).await;
                     return Err(Error::Uninstall(e));
                 }
             };
             for crd in &removed.kept {
-                kept_crd(&ctx, &bd, crd, "Uninstall").await;
+                report::kept_crd(&ctx, &bd, crd, "Uninstall").await;
             }
             ctx.contents
                 .lock()
@@ -137,7 +138,7 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
                 reason: refusal.reason,
                 message: refusal.message.clone(),
             };
-            write_status(&ctx, &bd, installed_of(&bd).as_ref(), &wanted, &attempt).await?;
+            report::write_status(&ctx, &bd, installed_of(&bd).as_ref(), &wanted, &attempt).await?;
             Ok(Action::await_change())
         }
         Plan::Install {
@@ -145,18 +146,29 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
             source,
             wanted,
         } => {
-            let attempt = install(&ctx, &bd, &owner, format, &source, &wanted).await;
+            let before = installed_of(&bd);
+            let attempt =
+                install(&ctx, &bd, &owner, before.as_ref(), format, &source, &wanted).await;
             ctx.metrics
                 .results
                 .with_label_values(&[attempt.reason()])
                 .inc();
             let retry = !matches!(attempt, Attempt::Applied);
-            let before = installed_of(&bd);
-            let changed = write_status(&ctx, &bd, before.as_ref(), &wanted, &attempt).await?;
+            let changed =
+                report::write_status(&ctx, &bd, before.as_ref(), &wanted, &attempt).await?;
             if changed {
-                announce(&ctx, &bd, before.as_ref(), &wanted, &attempt).await;
+                report::announce(&ctx, &bd, before.as_ref(), &wanted, &attempt).await;
             }
             Ok(Action::requeue(if retry { RETRY } else { RESYNC }))
+        }
+    }
+}
+
+impl From<ApplyError> for Attempt {
+    fn from(e: ApplyError) -> Attempt {
+        match e {
+            ApplyError::Conflicts(c) => Attempt::Conflicts(crate::conflict::message(&c)),
+            e => Attempt::ApplyFailed(e.to_string()),
         }
     }
 }
@@ -166,6 +178,7 @@ async fn install(
     ctx: &Context,
     bd: &BundleDeployment,
     owner: &Owner,
+    installed: Option<&Installed>,
     format: Format,
     source: &Wanted,
     wanted: &Installed,
@@ -177,7 +190,7 @@ async fn install(
         .get(&owner.name)
         .filter(|(bundle, _)| *bundle == wanted.bundle)
         .map(|(_, objects)| objects.clone());
-    let current = installed_of(bd).as_ref() == Some(wanted);
+    let current = installed == Some(wanted);
     if let Some(objects) = held.as_ref().filter(|_| current) {
         let drifted = ctx.drift.state().drifted(&owner.name);
         if let Some(drifted) = drifted {
@@ -219,19 +232,18 @@ async fn install(
             );
             ctx.drift.watch(&synced.applied);
             if !synced.removed.is_empty() {
-                let note = format!("pruned {}", list(&synced.removed));
+                let note = format!("pruned {}", report::list(&synced.removed));
                 tracing::info!(bundle_deployment = %owner.name, "{note}");
                 ctx.events
                     .publish(bd, EventType::Normal, "Pruned", "Install", note)
                     .await;
             }
             for crd in &synced.kept {
-                kept_crd(ctx, bd, crd, "Install").await;
+                report::kept_crd(ctx, bd, crd, "Install").await;
             }
             Attempt::Applied
         }
-        Err(ApplyError::Conflicts(c)) => Attempt::Conflicts(crate::conflict::message(&c)),
-        Err(e) => Attempt::ApplyFailed(e.to_string()),
+        Err(e) => e.into(),
     }
 }
 
@@ -248,16 +260,9 @@ async fn restore(
     if drifted.is_empty() {
         return Attempt::Applied;
     }
-    let default_namespace = ctx.applier.default_namespace();
     let moved: Vec<Object> = objects
         .iter()
-        .filter(|o| {
-            let mut placed = o.key.clone();
-            placed
-                .namespace
-                .get_or_insert_with(|| default_namespace.to_owned());
-            drifted.contains(&o.key) || drifted.contains(&placed)
-        })
+        .filter(|o| drifted.contains(&o.key) || drifted.contains(&ctx.applier.placed_key(&o.key)))
         .cloned()
         .collect();
     let timer = ctx.metrics.apply_duration.start_timer();
@@ -269,84 +274,15 @@ async fn restore(
                 &owner.name,
                 applied.iter().map(|a| (a.key.clone(), a.version.clone())),
             );
-            let note = format!("restored {}", list(drifted));
+            let note = format!("restored {}", report::list(drifted));
             tracing::info!(bundle_deployment = %owner.name, "{note}");
             ctx.events
                 .publish(bd, EventType::Normal, "Restored", "Reconcile", note)
                 .await;
             Attempt::Applied
         }
-        Err(ApplyError::Conflicts(c)) => Attempt::Conflicts(crate::conflict::message(&c)),
-        Err(e) => Attempt::ApplyFailed(e.to_string()),
+        Err(e) => e.into(),
     }
-}
-
-/// Says (status, event) that deleting `bd` is held up, naming what could not be removed; the
-/// finalizer stays, and the removal is retried.
-async fn uninstall_failed(ctx: &Context, bd: &BundleDeployment, what: &str) {
-    let message = format!("uninstalling: {what}; the finalizer stays until it can be removed");
-    let status = bd.status.clone().unwrap_or_default();
-    let mut conditions = status.conditions;
-    olm_api::conditions::set_condition(
-        &mut conditions,
-        k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
-            type_: crate::status::types::INSTALLED.to_owned(),
-            status: "False".to_owned(),
-            reason: reasons::UNINSTALL_FAILED.to_owned(),
-            message: olm_api::conditions::clip_message(message.clone()),
-            observed_generation: bd.metadata.generation,
-            last_transition_time: Time(k8s_openapi::jiff::Timestamp::now()),
-        },
-    );
-    let patch = json!({
-        "apiVersion": "core.rukpak.io/v1alpha1",
-        "kind": "BundleDeployment",
-        // All of our status fields: an apply drops those of ours it leaves out.
-        "status": {
-            "conditions": conditions,
-            "activeBundle": status.active_bundle,
-            "observedGeneration": status.observed_generation,
-        },
-    });
-    let written = Api::<BundleDeployment>::all(ctx.client.clone())
-        .patch_status(
-            &bd.name_any(),
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(patch),
-        )
-        .await;
-    if let Err(error) = written {
-        tracing::warn!(bundle_deployment = %bd.name_any(), %error, "could not write why uninstalling is held up");
-    }
-    ctx.events
-        .publish(
-            bd,
-            EventType::Warning,
-            reasons::UNINSTALL_FAILED,
-            "Uninstall",
-            message,
-        )
-        .await;
-}
-
-/// `keys`, for a message: the first ten, and how many more.
-fn list(keys: &[Key]) -> String {
-    let mut text: Vec<String> = keys.iter().take(10).map(ToString::to_string).collect();
-    if keys.len() > 10 {
-        text.push(format!("and {} more", keys.len() - 10));
-    }
-    text.join(", ")
-}
-
-/// Tells (log, event) of a CRD kept because custom resources of it remain.
-async fn kept_crd(ctx: &Context, bd: &BundleDeployment, crd: &Key, action: &str) {
-    let note = format!(
-        "kept {crd}: custom resources of it remain, and deleting it would delete them; its owner marks were removed"
-    );
-    tracing::warn!(bundle_deployment = %bd.name_any(), %crd, "{note}");
-    ctx.events
-        .publish(bd, EventType::Warning, "CRDKept", action, note)
-        .await;
 }
 
 /// Fetches a template's content and reads it as objects of its format, of allowed kinds.
@@ -373,86 +309,6 @@ async fn read(
         message: e.to_string(),
     })?;
     Ok(objects)
-}
-/// Writes the status `attempt` gives (with `installed` what was installed before it), when it
-/// differs from what is there; whether it did.
-async fn write_status(
-    ctx: &Context,
-    bd: &BundleDeployment,
-    installed: Option<&Installed>,
-    wanted: &Installed,
-    attempt: &Attempt,
-) -> Result<bool, Error> {
-    let status = bd.status.clone().unwrap_or_default();
-    let now = Time(k8s_openapi::jiff::Timestamp::now());
-    let Verdict {
-        conditions,
-        installed: after,
-    } = verdict(
-        &status.conditions,
-        installed,
-        wanted,
-        attempt,
-        bd.metadata.generation,
-        &now,
-    );
-    let active = after.map(|i| i.bundle);
-    if conditions == status.conditions
-        && active == status.active_bundle
-        && status.observed_generation == bd.metadata.generation
-    {
-        return Ok(false);
-    }
-    let patch = json!({
-        "apiVersion": "core.rukpak.io/v1alpha1",
-        "kind": "BundleDeployment",
-        "status": {
-            "conditions": conditions,
-            "activeBundle": active,
-            "observedGeneration": bd.metadata.generation,
-        },
-    });
-    Api::<BundleDeployment>::all(ctx.client.clone())
-        .patch_status(
-            &bd.name_any(),
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(patch),
-        )
-        .await
-        .map_err(|source| Error::Write {
-            what: "writing the status",
-            source,
-        })?;
-    Ok(true)
-}
-
-/// An event for what changed: an install, an upgrade, or why neither happened.
-async fn announce(
-    ctx: &Context,
-    bd: &BundleDeployment,
-    before: Option<&Installed>,
-    wanted: &Installed,
-    attempt: &Attempt,
-) {
-    let (type_, reason, note) = match (attempt, before) {
-        (Attempt::Applied, None) => (
-            EventType::Normal,
-            "Installed",
-            format!("installed {}", wanted.bundle),
-        ),
-        (Attempt::Applied, Some(old)) if old.bundle != wanted.bundle => (
-            EventType::Normal,
-            "Upgraded",
-            format!("upgraded from {} to {}", old.bundle, wanted.bundle),
-        ),
-        (Attempt::Applied, Some(_)) => return,
-        (Attempt::Conflicts(m), _) => (EventType::Warning, reasons::CONFLICT, m.clone()),
-        (Attempt::ApplyFailed(m), _) => (EventType::Warning, reasons::APPLY_FAILED, m.clone()),
-        (Attempt::UnpackFailed(m), _) => (EventType::Warning, reasons::UNPACK_FAILED, m.clone()),
-        (Attempt::Invalid { reason, message }, _) => (EventType::Warning, *reason, message.clone()),
-        (Attempt::Unpacking(_), _) => return,
-    };
-    ctx.events.publish(bd, type_, reason, "Install", note).await;
 }
 
 /// Adds or removes our finalizer (server-side apply of our one entry).

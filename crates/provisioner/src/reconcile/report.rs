@@ -1,0 +1,172 @@
+//! What a reconcile tells: the status (written by server-side apply, only when it changed),
+//! events, and the log.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams};
+use olm_api::bundle_deployment::BundleDeployment;
+use olm_runtime::EventType;
+use serde_json::json;
+
+use super::{Context, Error};
+use crate::apply::FIELD_MANAGER;
+use crate::object::Key;
+use crate::status::{Attempt, Installed, Verdict, reasons, verdict};
+
+/// Applies our status fields, all of them: an apply drops those of ours it leaves out.
+async fn apply_status(
+    ctx: &Context,
+    bd: &BundleDeployment,
+    conditions: &[Condition],
+    active: Option<&str>,
+    observed_generation: Option<i64>,
+) -> Result<BundleDeployment, kube::Error> {
+    let patch = json!({
+        "apiVersion": "core.rukpak.io/v1alpha1",
+        "kind": "BundleDeployment",
+        "status": {
+            "conditions": conditions,
+            "activeBundle": active,
+            "observedGeneration": observed_generation,
+        },
+    });
+    Api::<BundleDeployment>::all(ctx.client.clone())
+        .patch_status(
+            &bd.name_any(),
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(patch),
+        )
+        .await
+}
+
+/// Writes the status `attempt` gives (with `installed` what was installed before it), when it
+/// differs from what is there; whether it did.
+pub(super) async fn write_status(
+    ctx: &Context,
+    bd: &BundleDeployment,
+    installed: Option<&Installed>,
+    wanted: &Installed,
+    attempt: &Attempt,
+) -> Result<bool, Error> {
+    let status = bd.status.clone().unwrap_or_default();
+    let now = Time(k8s_openapi::jiff::Timestamp::now());
+    let Verdict {
+        conditions,
+        installed: after,
+    } = verdict(
+        &status.conditions,
+        installed,
+        wanted,
+        attempt,
+        bd.metadata.generation,
+        &now,
+    );
+    let active = after.map(|i| i.bundle);
+    if conditions == status.conditions
+        && active == status.active_bundle
+        && status.observed_generation == bd.metadata.generation
+    {
+        return Ok(false);
+    }
+    apply_status(
+        ctx,
+        bd,
+        &conditions,
+        active.as_deref(),
+        bd.metadata.generation,
+    )
+    .await
+    .map_err(|source| Error::Write {
+        what: "writing the status",
+        source,
+    })?;
+    Ok(true)
+}
+
+/// An event for what changed: an install, an upgrade, or why neither happened.
+pub(super) async fn announce(
+    ctx: &Context,
+    bd: &BundleDeployment,
+    before: Option<&Installed>,
+    wanted: &Installed,
+    attempt: &Attempt,
+) {
+    let (type_, reason, note) = match (attempt, before) {
+        (Attempt::Applied, None) => (
+            EventType::Normal,
+            "Installed",
+            format!("installed {}", wanted.bundle),
+        ),
+        (Attempt::Applied, Some(old)) if old.bundle != wanted.bundle => (
+            EventType::Normal,
+            "Upgraded",
+            format!("upgraded from {} to {}", old.bundle, wanted.bundle),
+        ),
+        (Attempt::Applied, Some(_)) => return,
+        (Attempt::Conflicts(m), _) => (EventType::Warning, reasons::CONFLICT, m.clone()),
+        (Attempt::ApplyFailed(m), _) => (EventType::Warning, reasons::APPLY_FAILED, m.clone()),
+        (Attempt::UnpackFailed(m), _) => (EventType::Warning, reasons::UNPACK_FAILED, m.clone()),
+        (Attempt::Invalid { reason, message }, _) => (EventType::Warning, *reason, message.clone()),
+        (Attempt::Unpacking(_), _) => return,
+    };
+    ctx.events.publish(bd, type_, reason, "Install", note).await;
+}
+
+/// Says (status, event) that deleting `bd` is held up, naming what could not be removed; the
+/// finalizer stays, and the removal is retried.
+pub(super) async fn uninstall_failed(ctx: &Context, bd: &BundleDeployment, what: &str) {
+    let message = format!("uninstalling: {what}; the finalizer stays until it can be removed");
+    let status = bd.status.clone().unwrap_or_default();
+    let mut conditions = status.conditions;
+    olm_api::conditions::set_condition(
+        &mut conditions,
+        Condition {
+            type_: crate::status::types::INSTALLED.to_owned(),
+            status: "False".to_owned(),
+            reason: reasons::UNINSTALL_FAILED.to_owned(),
+            message: olm_api::conditions::clip_message(message.clone()),
+            observed_generation: bd.metadata.generation,
+            last_transition_time: Time(k8s_openapi::jiff::Timestamp::now()),
+        },
+    );
+    let written = apply_status(
+        ctx,
+        bd,
+        &conditions,
+        status.active_bundle.as_deref(),
+        status.observed_generation,
+    )
+    .await;
+    if let Err(error) = written {
+        tracing::warn!(bundle_deployment = %bd.name_any(), %error, "could not write why uninstalling is held up");
+    }
+    ctx.events
+        .publish(
+            bd,
+            EventType::Warning,
+            reasons::UNINSTALL_FAILED,
+            "Uninstall",
+            message,
+        )
+        .await;
+}
+
+/// `keys`, for a message: the first ten, and how many more.
+pub(super) fn list(keys: &[Key]) -> String {
+    let mut text: Vec<String> = keys.iter().take(10).map(ToString::to_string).collect();
+    if keys.len() > 10 {
+        text.push(format!("and {} more", keys.len() - 10));
+    }
+    text.join(", ")
+}
+
+/// Tells (log, event) of a CRD kept because custom resources of it remain.
+pub(super) async fn kept_crd(ctx: &Context, bd: &BundleDeployment, crd: &Key, action: &str) {
+    let note = format!(
+        "kept {crd}: custom resources of it remain, and deleting it would delete them; its owner marks were removed"
+    );
+    tracing::warn!(bundle_deployment = %bd.name_any(), %crd, "{note}");
+    ctx.events
+        .publish(bd, EventType::Warning, "CRDKept", action, note)
+        .await;
+}
