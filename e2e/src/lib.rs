@@ -8,6 +8,7 @@
 //!   [`memory`] are olm-testkit's fixtures (no cluster needed), re-exported.
 //! * [`wait`] waits on conditions with a deadline; nothing here sleeps and hopes.
 //! * [`catalogs`] helps tests of catalogd (catalogs, waits, metrics).
+//! * [`scale`] is what the scale benchmarks share (waits over a whole kind, change counts).
 //! * [`apply`] and [`table`] apply YAML and print `kubectl get`-style tables (used by the demo).
 
 pub mod apply;
@@ -24,6 +25,7 @@ pub mod manager;
 pub mod operators;
 pub mod prometheus;
 pub mod samples;
+pub mod scale;
 pub mod table;
 pub mod wait;
 

@@ -530,14 +530,22 @@ pub type Provisioner = Running;
 
 static PROVISIONER: OnceLock<std::result::Result<Provisioner, String>> = OnceLock::new();
 
+/// The label of BundleDeployments that a test's own provisioner reconciles (selected by
+/// `--bundle-deployment-selector=<label>=<value>`), which the shared one leaves alone.
+pub const OWN_PROVISIONER_LABEL: &str = "olm-rs.io/e2e-provisioner";
+
 /// The provisioner of this test process, started on first use as the `provisioner`
 /// ServiceAccount. It reconciles only BundleDeployments with the e2e label (every test's own,
 /// see [`crate::context::TestContext::labelled`]), so those operator-controller writes for
-/// other tests are left alone.
+/// other tests are left alone, and not those of a test's own provisioner
+/// ([`OWN_PROVISIONER_LABEL`]).
 pub fn provisioner() -> Result<&'static Provisioner> {
     PROVISIONER
         .get_or_init(|| {
-            let selector = format!("--bundle-deployment-selector={}", crate::context::E2E_LABEL);
+            let selector = format!(
+                "--bundle-deployment-selector={},!{OWN_PROVISIONER_LABEL}",
+                crate::context::E2E_LABEL
+            );
             start_provisioner_with("provisioner", &[selector]).map_err(|e| e.to_string())
         })
         .as_ref()

@@ -74,13 +74,39 @@ pub fn spawn_tethered(
 
 /// The peak resident memory (VmHWM) of process `pid`, in MiB (0 when it cannot be read).
 pub fn peak_rss_mib(pid: u32) -> u64 {
+    status_kib(pid, "VmHWM:") / 1024
+}
+
+/// The resident memory (VmRSS) of process `pid` now, in MiB (0 when it cannot be read).
+pub fn rss_mib(pid: u32) -> u64 {
+    status_kib(pid, "VmRSS:") / 1024
+}
+
+fn status_kib(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .unwrap_or_default()
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .unwrap_or(0)
-        / 1024
+}
+
+/// The CPU time (user and system, all threads) process `pid` used so far, in seconds: fields
+/// 14 and 15 of `/proc/<pid>/stat`, in clock ticks of 1/100 s (Linux reports them to user
+/// space at USER_HZ, 100 on every architecture it supports). 0 when it cannot be read.
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The command name (field 2) may hold spaces; the fields after it follow its `)`.
+    let after = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // After `)`: field 3 (state) is index 0, so utime (14) is 11 and stime (15) is 12.
+    (ticks(11) + ticks(12)) as f64 / 100.0
 }
 
 /// A child kept alive for the rest of the process (its handle must not be dropped and reaped
@@ -173,4 +199,31 @@ pub fn remove_on_exit(path: &std::path::Path) -> Result<()> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .push(child);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // test code
+
+    use super::*;
+
+    #[test]
+    fn this_process_is_measured_as_it_works() {
+        let pid = std::process::id();
+        let before = cpu_seconds(pid);
+        // Busy for 0.3 s of CPU time (not wall time: the machine may be loaded).
+        let mut x = 0u64;
+        while cpu_seconds(pid) - before < 0.3 {
+            for i in 0..100_000u64 {
+                x = x.wrapping_mul(31).wrapping_add(i);
+            }
+        }
+        std::hint::black_box(x);
+        assert!(cpu_seconds(pid) - before >= 0.3);
+        let held = vec![1u8; 64 << 20];
+        std::hint::black_box(&held);
+        assert!(rss_mib(pid) >= 64, "{} MiB", rss_mib(pid));
+        assert!(peak_rss_mib(pid) >= rss_mib(pid));
+        assert_eq!(cpu_seconds(u32::MAX), 0.0);
+    }
 }

@@ -14,6 +14,10 @@ use crate::schema::conditions_schema;
 pub const PLAIN_PROVISIONER: &str = "core-rukpak-io-plain";
 /// Provisioner class of registry+v1 bundles (the default media type).
 pub const REGISTRY_PROVISIONER: &str = "core-rukpak-io-registry";
+/// The label on a CRD that lets tools of the ApplySet convention (KEP-3659, `kubectl apply
+/// --prune --applyset`) take its objects as ApplySet parents: the provisioner makes every
+/// BundleDeployment the parent of the set it applied.
+pub const APPLYSET_PARENT_TYPE_LABEL: &str = "applyset.kubernetes.io/is-parent-type";
 
 /// A bundle to deploy and the provisioner that deploys it.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -214,7 +218,49 @@ pub struct BundleDeploymentStatus {
     /// Name of the Bundle currently deployed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub active_bundle: Option<String>,
+    /// Exactly what is installed, as rukpak's later API records it: for an image, the
+    /// reference by the digest that was pulled (a tag is resolved once per template, and the
+    /// installed content is pulled by this digest again after a restart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_source: Option<ResolvedSource>,
     /// The generation the status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+}
+
+/// The installed content's source, resolved.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolvedSource {
+    /// `image`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// The image, by digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<ResolvedImage>,
+}
+
+/// An image by digest.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolvedImage {
+    /// `<repository>@sha256:<digest>`.
+    pub r#ref: String,
+}
+
+impl ResolvedSource {
+    /// An image pulled as `by_digest`.
+    pub fn image(by_digest: impl Into<String>) -> ResolvedSource {
+        ResolvedSource {
+            type_: "image".into(),
+            image: Some(ResolvedImage {
+                r#ref: by_digest.into(),
+            }),
+        }
+    }
+
+    /// The image reference by digest, when this is an image.
+    pub fn image_ref(&self) -> Option<&str> {
+        self.image.as_ref().map(|i| i.r#ref.as_str())
+    }
 }

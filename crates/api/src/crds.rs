@@ -35,9 +35,23 @@ pub fn all() -> Vec<CustomResourceDefinition> {
     vec![
         Catalog::crd(),
         Operator::crd(),
-        BundleDeployment::crd(),
+        bundle_deployment_crd(),
         CatalogSource::crd(),
     ]
+}
+
+/// BundleDeployment's CRD, labelled as an ApplySet parent type (each BundleDeployment is the
+/// parent of the objects the provisioner applied for it).
+fn bundle_deployment_crd() -> CustomResourceDefinition {
+    let mut crd = BundleDeployment::crd();
+    crd.metadata
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert(
+            crate::bundle_deployment::APPLYSET_PARENT_TYPE_LABEL.into(),
+            "true".into(),
+        );
+    crd
 }
 
 /// Errors while rendering a CRD.

@@ -135,3 +135,26 @@ fn condition_messages_are_bounded_as_upstream_bounds_them() {
         assert_eq!(condition["type"]["maxLength"], 316, "{name}");
     }
 }
+
+/// kubectl takes an object as an ApplySet parent only when its CRD says the kind may be one
+/// (KEP-3659); the provisioner makes every BundleDeployment a parent.
+#[test]
+fn bundle_deployments_are_an_applyset_parent_type() {
+    let crd = olm_api::crds::all()
+        .into_iter()
+        .find(|c| c.spec.group == "core.rukpak.io")
+        .unwrap();
+    let labels = crd.metadata.labels.unwrap_or_default();
+    assert_eq!(
+        labels
+            .get("applyset.kubernetes.io/is-parent-type")
+            .map(String::as_str),
+        Some("true")
+    );
+    for other in olm_api::crds::all()
+        .into_iter()
+        .filter(|c| c.spec.group != "core.rukpak.io")
+    {
+        assert!(other.metadata.labels.is_none(), "{:?}", other.metadata.name);
+    }
+}

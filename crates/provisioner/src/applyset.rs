@@ -24,8 +24,9 @@ pub const GROUP_KINDS: &str = "applyset.kubernetes.io/contains-group-kinds";
 pub const NAMESPACES: &str = "applyset.kubernetes.io/additional-namespaces";
 /// Our tooling value.
 pub const OUR_TOOLING: &str = "olm-provisioner/v1";
-/// The label on a CRD that lets kubectl take its custom resources as ApplySet parents.
-pub const PARENT_TYPE: &str = "applyset.kubernetes.io/is-parent-type";
+/// The label on a CRD that lets kubectl take its custom resources as ApplySet parents (the
+/// chart's BundleDeployment CRD carries it).
+pub use olm_api::bundle_deployment::APPLYSET_PARENT_TYPE_LABEL as PARENT_TYPE;
 
 /// The id of the set whose parent is `name` in `namespace` (`""` when cluster-scoped) of
 /// `kind` in `group`: `applyset-<base64url(sha256("name.namespace.kind.group"))>-v1`.

@@ -39,6 +39,11 @@ pub struct Args {
     /// every BundleDeployment of the plain class. For running one provisioner per shard.
     #[arg(long, default_value = "")]
     pub bundle_deployment_selector: String,
+    /// How often an installed BundleDeployment is looked at again without a trigger, in
+    /// seconds (drift is caught at once by watches; a resync that finds nothing moved writes
+    /// nothing).
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
+    pub resync_interval_seconds: u64,
     /// BundleDeployments reconciled at once.
     #[arg(long, default_value_t = 4)]
     pub max_concurrent_reconciles: u16,

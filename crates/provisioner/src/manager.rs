@@ -105,20 +105,23 @@ impl Manager for Provisioner {
             Some(prepared.image_metrics.clone()),
         );
         let (drift, drifted) = Drift::new(client.clone(), rt.shutdown.clone());
-        let ctx = Arc::new(Context::new(
-            client.clone(),
-            Applier::new(client.clone(), args.namespace.clone()),
-            Fetcher::new(
+        let ctx = Arc::new(
+            Context::new(
                 client.clone(),
-                args.namespace.clone(),
-                Arc::new(images),
-                UnpackBudget::new(args.unpack_budget_bytes),
-            ),
-            EventPublisher::from_env(client.clone(), "provisioner"),
-            args.allowed(),
-            prepared.metrics.clone(),
-            drift,
-        ));
+                Applier::new(client.clone(), args.namespace.clone()),
+                Fetcher::new(
+                    client.clone(),
+                    args.namespace.clone(),
+                    Arc::new(images),
+                    UnpackBudget::new(args.unpack_budget_bytes),
+                ),
+                EventPublisher::from_env(client.clone(), "provisioner"),
+                args.allowed(),
+                prepared.metrics.clone(),
+                drift,
+            )
+            .resync_every(Duration::from_secs(args.resync_interval_seconds)),
+        );
         let mut watch = watcher::Config::default().any_semantic();
         if !args.bundle_deployment_selector.is_empty() {
             watch = watch.labels(&args.bundle_deployment_selector);

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use catalogd_sources::image::reference::same_repository;
 use k8s_openapi::api::core::v1::ConfigMap;
 use olm_api::bundle_deployment::{
     BundleConfigMapSource, BundleSpec, PLAIN_PROVISIONER, REGISTRY_PROVISIONER,
@@ -118,6 +119,27 @@ pub fn wanted(spec: &BundleSpec) -> Result<Wanted, Refusal> {
                 "source type {other:?} is not fetched by this provisioner: put the bundle in an image (type image) or in immutable ConfigMaps (type configMaps)"
             ),
         )),
+    }
+}
+
+/// What to fetch for `wanted` when `recorded` is the by-digest reference the status records
+/// for it (`status.resolvedSource`, written when this template was installed): an image is
+/// pulled by that digest, so the installed content is fetched exactly again (after a restart,
+/// say), never a tag that moved since. A recorded reference of another repository is ignored:
+/// the template alone says what may be pulled.
+pub fn pinned(wanted: &Wanted, recorded: Option<&str>) -> Wanted {
+    match (wanted, recorded) {
+        (
+            Wanted::Image {
+                reference,
+                pull_secret,
+            },
+            Some(by_digest),
+        ) if by_digest.contains('@') && same_repository(reference, by_digest) => Wanted::Image {
+            reference: by_digest.to_owned(),
+            pull_secret: pull_secret.clone(),
+        },
+        _ => wanted.clone(),
     }
 }
 

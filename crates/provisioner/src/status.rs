@@ -230,5 +230,19 @@ pub fn verdict(
     }
 }
 
+/// The by-digest reference `status.resolvedSource` records after `attempt`, `recorded`
+/// being what it recorded before and `fetched` what this attempt pulled: it describes the
+/// installed content, so it changes only when an attempt installed the content fetched.
+pub fn resolved_after<'a>(
+    attempt: &Attempt,
+    recorded: Option<&'a str>,
+    fetched: Option<&'a str>,
+) -> Option<&'a str> {
+    match attempt {
+        Attempt::Applied => fetched,
+        _ => recorded,
+    }
+}
+
 #[cfg(test)]
 mod tests;

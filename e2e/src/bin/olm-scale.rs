@@ -15,15 +15,13 @@
 //! It starts its own control plane (or uses the one named by `OLM_E2E_KUBECONFIG`) and deletes
 //! what it created.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use futures::{StreamExt, TryStreamExt};
 use kube::ResourceExt;
 use kube::api::Api;
-use kube::runtime::{WatchStreamExt, watcher};
 use olm_api::bundle_deployment::BundleDeployment;
 use olm_api::catalog::Catalog;
 use olm_api::conditions::find_condition;
@@ -32,6 +30,7 @@ use olm_e2e::catalogs::{create_catalog, wait_unpacked};
 use olm_e2e::context::TestContext;
 use olm_e2e::manager::{start_catalogd_with, start_operator_controller_with};
 use olm_e2e::operators::{bd_image, create_operator};
+use olm_e2e::scale::{count_changes, watch_until};
 use olm_e2e::serve::http_file;
 use olm_resolver::synth::{SynthConfig, generate, package_name};
 use serde_json::json;
@@ -39,81 +38,6 @@ use serde_json::json;
 const OPERATORS: usize = 1_000;
 const PACKAGES: usize = 300;
 const CHANGED: usize = 30;
-
-/// Counts the changes a watch delivers after its initial list, for objects whose name starts
-/// with `prefix`.
-fn count_writes<K>(api: Api<K>, prefix: String) -> Arc<AtomicUsize>
-where
-    K: kube::Resource
-        + Clone
-        + std::fmt::Debug
-        + serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
-    K::DynamicType: Default + Clone + Eq + std::hash::Hash,
-{
-    let count = Arc::new(AtomicUsize::new(0));
-    let c = count.clone();
-    tokio::spawn(async move {
-        let mut listed = false;
-        let mut events = watcher(api, watcher::Config::default())
-            .default_backoff()
-            .boxed();
-        while let Some(Ok(event)) = events.next().await {
-            match event {
-                watcher::Event::InitDone => listed = true,
-                watcher::Event::Apply(o) if listed && o.name_any().starts_with(&prefix) => {
-                    c.fetch_add(1, Ordering::SeqCst);
-                }
-                _ => {}
-            }
-        }
-    });
-    count
-}
-
-/// Watches `K` (for at most `limit`) until `done` holds for all objects seen: a watch, not a
-/// polled list, so measuring loads the API server no more than a controller would.
-async fn poll_until<K>(
-    api: &Api<K>,
-    limit: Duration,
-    what: &str,
-    done: impl Fn(&[&K]) -> bool,
-) -> Result<Duration>
-where
-    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
-    K::DynamicType: Default + Clone + Eq + std::hash::Hash,
-{
-    let started = Instant::now();
-    let mut objects: std::collections::BTreeMap<String, K> = Default::default();
-    let mut listed = false;
-    let mut events = watcher(api.clone(), watcher::Config::default())
-        .default_backoff()
-        .boxed();
-    let deadline = tokio::time::sleep(limit);
-    tokio::pin!(deadline);
-    loop {
-        tokio::select! {
-            () = &mut deadline => bail!("{what}: not done after {limit:?}"),
-            event = events.next() => {
-                match event.context("the watch ended")?? {
-                    watcher::Event::Init => objects.clear(),
-                    watcher::Event::InitApply(o) | watcher::Event::Apply(o) => {
-                        objects.insert(o.name_any(), o);
-                    }
-                    watcher::Event::Delete(o) => {
-                        objects.remove(&o.name_any());
-                    }
-                    watcher::Event::InitDone => listed = true,
-                }
-                if listed && done(&objects.values().collect::<Vec<_>>()) {
-                    return Ok(started.elapsed());
-                }
-            }
-        }
-    }
-}
 
 /// `controller_runtime_reconcile_time_seconds` sum and count of the Operator controller.
 async fn reconciles(admin_url: &str) -> Result<(f64, f64)> {
@@ -189,7 +113,7 @@ async fn run(ctx: &TestContext) -> Result<()> {
     let bds: Api<BundleDeployment> = Api::all(ctx.client.clone());
     let ops: Api<Operator> = Api::all(ctx.client.clone());
     let p = prefix.clone();
-    let all = poll_until(
+    let all = watch_until(
         &bds,
         Duration::from_secs(600),
         "initial BundleDeployments",
@@ -207,7 +131,7 @@ async fn run(ctx: &TestContext) -> Result<()> {
         all
     );
     let p = prefix.clone();
-    poll_until(
+    watch_until(
         &ops,
         Duration::from_secs(600),
         "initial Resolved=True",
@@ -227,8 +151,8 @@ async fn run(ctx: &TestContext) -> Result<()> {
     )
     .await?;
 
-    let bd_writes = count_writes(bds.clone(), prefix.clone());
-    let status_writes = count_writes(ops.clone(), prefix.clone());
+    let bd_writes = count_changes(bds.clone(), prefix.clone());
+    let status_writes = count_changes(ops.clone(), prefix.clone());
     // Let the watches list, and the first resolution's confirmations settle.
     tokio::time::sleep(Duration::from_secs(5)).await;
     let (bd_before, status_before) = (
@@ -241,7 +165,7 @@ async fn run(ctx: &TestContext) -> Result<()> {
     let changed_at = Instant::now();
     let n = name.clone();
     let h = hash.clone();
-    poll_until(
+    watch_until(
         &catalogs,
         Duration::from_secs(120),
         "new contentHash",
@@ -256,7 +180,7 @@ async fn run(ctx: &TestContext) -> Result<()> {
     .await?;
     let unpacked = changed_at.elapsed();
     let p = prefix.clone();
-    let moved = poll_until(
+    let moved = watch_until(
         &bds,
         Duration::from_secs(600),
         "affected BundleDeployments",

@@ -46,6 +46,21 @@ fn template(config_map: &str) -> serde_json::Value {
         "source": {"type": "configMaps", "configMaps": [{"configMap": {"name": config_map}, "path": "manifests"}]}}})
 }
 
+/// Moves `name` to the template of the bundle ConfigMap `bundle`.
+async fn move_to(bds: &Api<BundleDeployment>, name: &str, bundle: &str) {
+    bds.patch(
+        name,
+        &PatchParams::apply("olm-rs-e2e").force(),
+        &Patch::Apply(
+            json!({"apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
+            "metadata": {"name": name},
+            "spec": {"provisionerClassName": "core-rukpak-io-plain", "template": template(bundle)}}),
+        ),
+    )
+    .await
+    .unwrap();
+}
+
 fn installed(bd: Option<&BundleDeployment>) -> Option<String> {
     let status = bd?.status.as_ref()?;
     let c = status.conditions.iter().find(|c| c.type_ == "Installed")?;
@@ -64,9 +79,17 @@ async fn a_bundle_deployment_is_installed_upgraded_and_uninstalled() {
     };
     let extra = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "extra", "namespace": ctx.namespace}});
-    let (v1, v2) = (ctx.name("bundle-v1"), ctx.name("bundle-v2"));
+    let (v1, v2, v3) = (
+        ctx.name("bundle-v1"),
+        ctx.name("bundle-v2"),
+        ctx.name("bundle-v3"),
+    );
     bundle_config_map(&ctx, &v1, &[settings("1"), extra]).await;
     bundle_config_map(&ctx, &v2, &[settings("2")]).await;
+    // 0.3.0 changes "settings" and brings an object the API server refuses.
+    let bad = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "bad", "namespace": ctx.namespace}, "data": {"not a valid key!": "1"}});
+    bundle_config_map(&ctx, &v3, &[settings("3"), bad]).await;
 
     let name = ctx.name("bd");
     let bds: Api<BundleDeployment> = Api::all(ctx.client.clone());
@@ -104,17 +127,7 @@ async fn a_bundle_deployment_is_installed_upgraded_and_uninstalled() {
     drift_is_undone_and_nothing_else_is_written(&ctx, &bds, &name, &configmaps).await;
 
     // A new template: the same BundleDeployment moves to it, and what it drops goes.
-    bds.patch(
-        &name,
-        &PatchParams::apply("olm-rs-e2e").force(),
-        &Patch::Apply(
-            json!({"apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
-            "metadata": {"name": name},
-            "spec": {"provisionerClassName": "core-rukpak-io-plain", "template": template(&v2)}}),
-        ),
-    )
-    .await
-    .unwrap();
+    move_to(&bds, &name, &v2).await;
     let before = first_bundle.clone();
     let second = wait_for(
         &bds,
@@ -133,9 +146,50 @@ async fn a_bundle_deployment_is_installed_upgraded_and_uninstalled() {
         .await
         .unwrap();
     assert_eq!(
-        second.status.unwrap().observed_generation,
+        second.status.as_ref().unwrap().observed_generation,
         second.metadata.generation
     );
+    let second_bundle = installed(Some(&second)).unwrap();
+
+    // A failing upgrade: 0.2.0 stays installed as it was, nothing is pruned, and status names
+    // the refused object, quoting the API server.
+    move_to(&bds, &name, &v3).await;
+    let failed = wait_for(
+        &bds,
+        &name,
+        "a failed upgrade",
+        Duration::from_secs(60),
+        |bd| {
+            bd.and_then(|b| b.status.as_ref())
+                .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Installed"))
+                .is_some_and(|c| c.reason == "UpgradeFailed")
+        },
+    )
+    .await
+    .unwrap();
+    let status = failed.status.unwrap();
+    let condition = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Installed")
+        .unwrap();
+    assert_eq!(condition.status, "False");
+    for part in [
+        format!("ConfigMap {}/bad", ctx.namespace),
+        "not a valid key!".to_owned(),
+        format!("{second_bundle} stays installed and nothing was removed"),
+    ] {
+        assert!(condition.message.contains(&part), "{}", condition.message);
+    }
+    assert_eq!(
+        status.active_bundle.as_deref(),
+        Some(second_bundle.as_str())
+    );
+    assert_eq!(
+        configmaps.get("settings").await.unwrap().data.unwrap()["version"],
+        "2"
+    );
+    assert!(configmaps.get_opt("bad").await.unwrap().is_none());
 
     // Deleting it removes what it installed; the finalizer lets it go once that is done.
     bds.delete(&name, &DeleteParams::default()).await.unwrap();

@@ -46,6 +46,15 @@ pub fn by_digest(reference: &Reference, digest: &str) -> String {
     )
 }
 
+/// Whether two references name the same repository of the same registry (`busybox` and
+/// `docker.io/library/busybox@sha256:…` do); `false` when either does not parse.
+pub fn same_repository(a: &str, b: &str) -> bool {
+    match (a.parse::<Reference>(), b.parse::<Reference>()) {
+        (Ok(a), Ok(b)) => a.registry() == b.registry() && a.repository() == b.repository(),
+        _ => false,
+    }
+}
+
 /// The digest of a by-digest reference (`...@sha256:...`).
 pub fn digest_of(resolved_ref: &str) -> Option<&str> {
     resolved_ref.rsplit_once('@').map(|(_, d)| d)
@@ -100,6 +109,24 @@ mod tests {
             "docker.io/library/busybox@sha256:ab"
         );
         assert_eq!(digest_of("r/x@sha256:ab"), Some("sha256:ab"));
+        let digest = format!("sha256:{}", "a".repeat(64));
+        assert!(same_repository(
+            "busybox:1",
+            &format!("docker.io/library/busybox@{digest}")
+        ));
+        assert!(same_repository(
+            "127.0.0.1:5000/ns/index:0.1.0",
+            &format!("127.0.0.1:5000/ns/index@{digest}")
+        ));
+        assert!(!same_repository(
+            "127.0.0.1:5000/ns/index:0.1.0",
+            &format!("127.0.0.1:5000/ns/other@{digest}")
+        ));
+        assert!(!same_repository(
+            "127.0.0.1:5000/ns/index:0.1.0",
+            &format!("127.0.0.2:5000/ns/index@{digest}")
+        ));
+        assert!(!same_repository("r/x:1", "not a reference!"));
         assert_eq!(digest_of("r/x:1"), None);
     }
 

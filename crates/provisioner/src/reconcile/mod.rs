@@ -27,7 +27,8 @@ use crate::status::{Attempt, Installed, reasons};
 
 mod report;
 
-/// How often an installed BundleDeployment is applied again, restoring what drifted.
+/// How often an installed BundleDeployment is looked at again by default
+/// (`--resync-interval-seconds`).
 pub const RESYNC: Duration = Duration::from_secs(600);
 /// How soon a failed install is tried again (a dependency may arrive later).
 pub const RETRY: Duration = Duration::from_secs(30);
@@ -54,6 +55,8 @@ pub struct Context {
     pub metrics: ProvisionerMetrics,
     /// What each set was applied at, and the watches that tell when it drifted.
     pub drift: Drift,
+    /// How often an installed BundleDeployment is looked at again without a trigger.
+    pub resync: Duration,
 }
 
 impl Context {
@@ -76,12 +79,39 @@ impl Context {
             allowed,
             metrics,
             drift,
+            resync: RESYNC,
         }
+    }
+
+    /// This context, resyncing every `every`.
+    pub fn resync_every(mut self, every: Duration) -> Context {
+        self.resync = every;
+        self
+    }
+}
+
+impl Context {
+    /// What is held of `bd`'s template `bundle`.
+    fn held(&self, bd: &str, bundle: &str) -> Option<Held> {
+        self.contents
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(bd)
+            .filter(|h| h.bundle == bundle)
+            .cloned()
     }
 }
 
 /// A template's objects, by its bundle name.
-pub type Held = (String, Arc<Vec<Object>>);
+#[derive(Debug, Clone)]
+pub struct Held {
+    /// The template's bundle name (`<bd>-<hash>`).
+    pub bundle: String,
+    /// Its objects.
+    pub objects: Arc<Vec<Object>>,
+    /// For an image, the reference by the digest pulled.
+    pub resolved: Option<String>,
+}
 
 /// Why a reconcile failed (it is retried).
 #[derive(Debug, thiserror::Error)]
@@ -138,7 +168,15 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
                 reason: refusal.reason,
                 message: refusal.message.clone(),
             };
-            report::write_status(&ctx, &bd, installed_of(&bd).as_ref(), &wanted, &attempt).await?;
+            report::write_status(
+                &ctx,
+                &bd,
+                installed_of(&bd).as_ref(),
+                &wanted,
+                &attempt,
+                None,
+            )
+            .await?;
             Ok(Action::await_change())
         }
         Plan::Install {
@@ -149,17 +187,25 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
             let before = installed_of(&bd);
             let attempt =
                 install(&ctx, &bd, &owner, before.as_ref(), format, &source, &wanted).await;
+            let fetched = ctx.held(&name, &wanted.bundle).and_then(|h| h.resolved);
             ctx.metrics
                 .results
                 .with_label_values(&[attempt.reason()])
                 .inc();
             let retry = !matches!(attempt, Attempt::Applied);
-            let changed =
-                report::write_status(&ctx, &bd, before.as_ref(), &wanted, &attempt).await?;
+            let changed = report::write_status(
+                &ctx,
+                &bd,
+                before.as_ref(),
+                &wanted,
+                &attempt,
+                fetched.as_deref(),
+            )
+            .await?;
             if changed {
                 report::announce(&ctx, &bd, before.as_ref(), &wanted, &attempt).await;
             }
-            Ok(Action::requeue(if retry { RETRY } else { RESYNC }))
+            Ok(Action::requeue(if retry { RETRY } else { ctx.resync }))
         }
     }
 }
@@ -183,13 +229,7 @@ async fn install(
     source: &Wanted,
     wanted: &Installed,
 ) -> Attempt {
-    let held = ctx
-        .contents
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(&owner.name)
-        .filter(|(bundle, _)| *bundle == wanted.bundle)
-        .map(|(_, objects)| objects.clone());
+    let held = ctx.held(&owner.name, &wanted.bundle).map(|h| h.objects);
     let current = installed == Some(wanted);
     if let Some(objects) = held.as_ref().filter(|_| current) {
         let drifted = ctx.drift.state().drifted(&owner.name);
@@ -201,16 +241,32 @@ async fn install(
         Some(objects) => objects,
         None => {
             let timer = ctx.metrics.unpack_duration.start_timer();
-            let read = read(ctx, owner, format, source).await;
+            // The installed template's image again (a restart): by the digest it was installed
+            // from, not by a tag that may have moved since.
+            let recorded = bd
+                .status
+                .as_ref()
+                .and_then(|s| s.resolved_source.as_ref())
+                .and_then(|r| r.image_ref())
+                .filter(|_| current);
+            let source = crate::source::pinned(source, recorded);
+            let read = read(ctx, owner, format, &source).await;
             timer.observe_duration();
-            let objects = match read {
-                Ok(objects) => Arc::new(objects),
+            let (objects, resolved) = match read {
+                Ok((objects, resolved)) => (Arc::new(objects), resolved),
                 Err(attempt) => return attempt,
             };
             ctx.contents
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .insert(owner.name.clone(), (wanted.bundle.clone(), objects.clone()));
+                .insert(
+                    owner.name.clone(),
+                    Held {
+                        bundle: wanted.bundle.clone(),
+                        objects: objects.clone(),
+                        resolved,
+                    },
+                );
             objects
         }
     };
@@ -285,13 +341,14 @@ async fn restore(
     }
 }
 
-/// Fetches a template's content and reads it as objects of its format, of allowed kinds.
+/// Fetches a template's content and reads it as objects of its format, of allowed kinds; with
+/// the reference by digest of an image pulled.
 async fn read(
     ctx: &Context,
     owner: &Owner,
     format: Format,
     source: &Wanted,
-) -> Result<Vec<Object>, Attempt> {
+) -> Result<(Vec<Object>, Option<String>), Attempt> {
     let content = ctx
         .fetcher
         .fetch(&owner.name, source)
@@ -308,7 +365,7 @@ async fn read(
         reason: reasons::KIND_NOT_ALLOWED,
         message: e.to_string(),
     })?;
-    Ok(objects)
+    Ok((objects, content.resolved))
 }
 
 /// Adds or removes our finalizer (server-side apply of our one entry).

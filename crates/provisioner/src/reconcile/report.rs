@@ -4,14 +4,14 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
-use olm_api::bundle_deployment::BundleDeployment;
+use olm_api::bundle_deployment::{BundleDeployment, ResolvedSource};
 use olm_runtime::EventType;
 use serde_json::json;
 
 use super::{Context, Error};
 use crate::apply::FIELD_MANAGER;
 use crate::object::Key;
-use crate::status::{Attempt, Installed, Verdict, reasons, verdict};
+use crate::status::{Attempt, Installed, Verdict, reasons, resolved_after, verdict};
 
 /// Applies our status fields, all of them: an apply drops those of ours it leaves out.
 async fn apply_status(
@@ -19,6 +19,7 @@ async fn apply_status(
     bd: &BundleDeployment,
     conditions: &[Condition],
     active: Option<&str>,
+    resolved: Option<&ResolvedSource>,
     observed_generation: Option<i64>,
 ) -> Result<BundleDeployment, kube::Error> {
     let patch = json!({
@@ -27,6 +28,7 @@ async fn apply_status(
         "status": {
             "conditions": conditions,
             "activeBundle": active,
+            "resolvedSource": resolved,
             "observedGeneration": observed_generation,
         },
     });
@@ -39,14 +41,16 @@ async fn apply_status(
         .await
 }
 
-/// Writes the status `attempt` gives (with `installed` what was installed before it), when it
-/// differs from what is there; whether it did.
+/// Writes the status `attempt` gives (with `installed` what was installed before it, and
+/// `fetched` the image by digest this attempt pulled), when it differs from what is there;
+/// whether it did.
 pub(super) async fn write_status(
     ctx: &Context,
     bd: &BundleDeployment,
     installed: Option<&Installed>,
     wanted: &Installed,
     attempt: &Attempt,
+    fetched: Option<&str>,
 ) -> Result<bool, Error> {
     let status = bd.status.clone().unwrap_or_default();
     let now = Time(k8s_openapi::jiff::Timestamp::now());
@@ -62,8 +66,14 @@ pub(super) async fn write_status(
         &now,
     );
     let active = after.map(|i| i.bundle);
+    let recorded = status
+        .resolved_source
+        .as_ref()
+        .and_then(ResolvedSource::image_ref);
+    let resolved = resolved_after(attempt, recorded, fetched).map(ResolvedSource::image);
     if conditions == status.conditions
         && active == status.active_bundle
+        && resolved == status.resolved_source
         && status.observed_generation == bd.metadata.generation
     {
         return Ok(false);
@@ -73,6 +83,7 @@ pub(super) async fn write_status(
         bd,
         &conditions,
         active.as_deref(),
+        resolved.as_ref(),
         bd.metadata.generation,
     )
     .await
@@ -134,6 +145,7 @@ pub(super) async fn uninstall_failed(ctx: &Context, bd: &BundleDeployment, what:
         bd,
         &conditions,
         status.active_bundle.as_deref(),
+        status.resolved_source.as_ref(),
         status.observed_generation,
     )
     .await;

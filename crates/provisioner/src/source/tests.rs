@@ -143,3 +143,29 @@ fn mutable_config_maps_and_keys_given_twice_are_refused() {
         "m/a is given twice: by ConfigMap one and by ConfigMap two"
     );
 }
+
+#[test]
+fn the_installed_image_is_pulled_by_its_recorded_digest_and_nothing_else() {
+    let digest = format!("sha256:{}", "e".repeat(64));
+    let image = |reference: &str| Wanted::Image {
+        reference: reference.into(),
+        pull_secret: Some("pull".into()),
+    };
+    let tagged = image("127.0.0.1:5000/shop/bundle:v1");
+    let recorded = format!("127.0.0.1:5000/shop/bundle@{digest}");
+    // The digest the install recorded, with the template's pull secret.
+    assert_eq!(pinned(&tagged, Some(&recorded)), image(&recorded));
+    // Nothing recorded: the template as it is.
+    assert_eq!(pinned(&tagged, None), tagged);
+    // Another repository's digest is not the template's content.
+    let elsewhere = format!("127.0.0.1:5000/other/bundle@{digest}");
+    assert_eq!(pinned(&tagged, Some(&elsewhere)), tagged);
+    // A recorded tag pins nothing.
+    assert_eq!(
+        pinned(&tagged, Some("127.0.0.1:5000/shop/bundle:v2")),
+        tagged
+    );
+    // ConfigMaps are immutable: they are their own pin.
+    let maps = Wanted::ConfigMaps(vec![entry("one", None)]);
+    assert_eq!(pinned(&maps, Some(&recorded)), maps);
+}

@@ -226,3 +226,32 @@ fn while_an_upgrade_unpacks_the_installed_version_stays_installed() {
     );
     assert_eq!(after.installed, Some(installed));
 }
+
+#[test]
+fn the_resolved_source_follows_what_is_installed() {
+    let (old, new) = ("r/x@sha256:old", "r/x@sha256:new");
+    // Installed: the content this attempt pulled.
+    assert_eq!(
+        resolved_after(&Attempt::Applied, Some(old), Some(new)),
+        Some(new)
+    );
+    // ConfigMaps pull no image: nothing to record.
+    assert_eq!(resolved_after(&Attempt::Applied, Some(old), None), None);
+    // Anything short of an install leaves what is installed, and so its record.
+    for attempt in [
+        Attempt::Unpacking("pulling".into()),
+        Attempt::UnpackFailed("unreachable".into()),
+        Attempt::Conflicts("ConfigMap a/b".into()),
+        Attempt::ApplyFailed("refused".into()),
+        Attempt::Invalid {
+            reason: reasons::BUNDLE_LOAD_FAILED,
+            message: "no manifests".into(),
+        },
+    ] {
+        assert_eq!(
+            resolved_after(&attempt, Some(old), Some(new)),
+            Some(old),
+            "{attempt:?}"
+        );
+    }
+}

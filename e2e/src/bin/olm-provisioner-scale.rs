@@ -1,0 +1,286 @@
+//! Scale benchmark of the provisioner on a real control plane (a benchmark, not a test), as
+//! the origin asked of rukpak ("memory and CPU with 1, 10 and 100 BundleDeployments"): 1, 10,
+//! 100 and then 1,000 BundleDeployments of a 10-object plain bundle each (a ServiceAccount, a
+//! Role, a RoleBinding, a Secret and six ConfigMaps, from an immutable ConfigMap). At each
+//! level it measures the time until every new BundleDeployment is `Installed`, then, idle for
+//! a minute in which every BundleDeployment is resynced three times
+//! (`--resync-interval-seconds=20`): the provisioner's resident memory, its CPU, and the writes
+//! it sent the API server (from the audit log, leases aside). Then 10,000 unrelated ConfigMaps
+//! are added to the cluster and the idle minute is measured again (the provisioner's watches
+//! see only its own objects, so its memory should not move), and last every BundleDeployment
+//! is deleted and the time until all 10,000 objects are gone is measured.
+//!
+//! Usage, with release builds:
+//!
+//! ```text
+//! cargo build --release -p provisioner -p olm-e2e
+//! OLM_E2E_BIN_DIR=target/release target/release/olm-provisioner-scale
+//! ```
+//!
+//! It starts its own control plane (or uses the one named by `OLM_E2E_KUBECONFIG`) and deletes
+//! what it created.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{Context, Result};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, PostParams};
+use olm_api::bundle_deployment::BundleDeployment;
+use olm_e2e::context::TestContext;
+use olm_e2e::manager::{OLM_NAMESPACE, start_provisioner_with};
+use olm_e2e::process::{cpu_seconds, peak_rss_mib, rss_mib};
+use olm_e2e::scale::watch_until;
+use serde_json::json;
+
+const LEVELS: [usize; 4] = [1, 10, 100, 1_000];
+const UNRELATED: usize = 10_000;
+const RESYNC_SECONDS: u64 = 20;
+const IDLE: Duration = Duration::from_secs(60);
+/// Time for the reconciles an install causes (its own status write comes back as a change)
+/// to pass before the idle minute starts.
+const SETTLE: Duration = Duration::from_secs(10);
+
+/// The bundle of BundleDeployment `i`: ten objects in `namespace`, named after `i` so no two
+/// bundles claim the same object.
+fn bundle(namespace: &str, i: usize) -> String {
+    let name = |what: &str| format!("b{i:04}-{what}");
+    let meta = |what: &str| json!({"name": name(what), "namespace": namespace});
+    let mut objects = vec![
+        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta("sa")}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta("role"),
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}]}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta("rb"),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name("role")},
+            "subjects": [{"kind": "ServiceAccount", "name": name("sa"), "namespace": namespace}]}),
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": meta("secret"),
+            "stringData": {"token": format!("not-a-secret-{i}")}}),
+    ];
+    objects.extend((0..6).map(|c| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta(&format!("cm-{c}")),
+            "data": {"index": i.to_string(), "settings": "a: 1\nb: two\n"}})
+    }));
+    objects
+        .iter()
+        .map(|o| serde_saphyr::to_string(o).map(|y| format!("---\n{y}")))
+        .collect::<Result<String, _>>()
+        .unwrap_or_default()
+}
+
+fn installed(bd: &BundleDeployment) -> bool {
+    bd.status.as_ref().is_some_and(|s| {
+        s.observed_generation == bd.metadata.generation
+            && s.conditions
+                .iter()
+                .any(|c| c.type_ == "Installed" && c.status == "True")
+    })
+}
+
+/// The provisioner's reconciles so far (`controller_runtime_reconcile_time_seconds_count`).
+async fn reconciles(admin_url: &str) -> Result<f64> {
+    let text = reqwest::get(format!("{admin_url}/metrics"))
+        .await?
+        .text()
+        .await?;
+    Ok(text
+        .lines()
+        .filter(|l| {
+            l.starts_with("controller_runtime_reconcile_time_seconds_count")
+                && l.contains("controller=\"bundledeployment\"")
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum())
+}
+
+/// What an idle minute shows.
+struct Idle {
+    rss_mib: u64,
+    cpu_percent: f64,
+    writes: usize,
+    reconciles: f64,
+}
+
+async fn idle(pid: u32, admin_url: &str) -> Result<Idle> {
+    tokio::time::sleep(SETTLE).await;
+    let since = SystemTime::now();
+    let (cpu, counted) = (cpu_seconds(pid), reconciles(admin_url).await?);
+    tokio::time::sleep(IDLE).await;
+    let cpu_percent = (cpu_seconds(pid) - cpu) * 100.0 / IDLE.as_secs_f64();
+    let writes = olm_e2e::audit::writes_by("provisioner/", since)?
+        .into_iter()
+        .filter(|w| !w.uri.contains("/leases/"))
+        .collect::<Vec<_>>();
+    for w in writes.iter().take(5) {
+        println!("  a write while idle: {} {}", w.verb, w.uri);
+    }
+    Ok(Idle {
+        rss_mib: rss_mib(pid),
+        cpu_percent,
+        writes: writes.len(),
+        reconciles: reconciles(admin_url).await? - counted,
+    })
+}
+
+fn report(what: &str, idle: &Idle) {
+    println!(
+        "{what}: steady RSS {} MiB, idle CPU {:.2} % of a core, {} writes and {} reconciles in the idle minute",
+        idle.rss_mib, idle.cpu_percent, idle.writes, idle.reconciles
+    );
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    olm_e2e::install_crypto_provider();
+    let ctx = TestContext::new("prov-scale").await?;
+    let result = run(&ctx).await;
+    ctx.cleanup().await?;
+    result
+}
+
+async fn run(ctx: &TestContext) -> Result<()> {
+    let selector = format!(
+        "--bundle-deployment-selector={}={}",
+        olm_e2e::context::E2E_LABEL,
+        ctx.namespace
+    );
+    let resync = format!("--resync-interval-seconds={RESYNC_SECONDS}");
+    let provisioner = tokio::task::spawn_blocking(move || {
+        start_provisioner_with("provisioner-scale", &[selector, resync])
+    })
+    .await??;
+    let pid = provisioner.manager.pid;
+    let admin_url = provisioner.admin_url.clone();
+    println!(
+        "provisioner started: RSS {} MiB, {} reconciles",
+        rss_mib(pid),
+        reconciles(&admin_url).await?
+    );
+
+    let maps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), OLM_NAMESPACE);
+    let bds: Api<BundleDeployment> = Api::all(ctx.client.clone());
+    let prefix = ctx.name("bd-");
+    let mut created = 0;
+    for level in LEVELS {
+        let started = Instant::now();
+        futures::stream::iter(created..level)
+            .map(|i| {
+                let (maps, bds, prefix) = (&maps, &bds, &prefix);
+                async move {
+                    let bundle_name = ctx.name(&format!("bundle-{i:04}"));
+                    let map: ConfigMap = serde_json::from_value(ctx.labelled(json!({
+                        "metadata": {"name": bundle_name},
+                        "immutable": true,
+                        "data": {"objects.yaml": bundle(&ctx.namespace, i)},
+                    })))?;
+                    maps.create(&PostParams::default(), &map).await?;
+                    let bd: BundleDeployment = serde_json::from_value(ctx.labelled(json!({
+                        "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
+                        "metadata": {"name": format!("{prefix}{i:04}")},
+                        "spec": {"provisionerClassName": "core-rukpak-io-plain",
+                            "template": {"spec": {"provisionerClassName": "core-rukpak-io-plain",
+                                "source": {"type": "configMaps", "configMaps": [
+                                    {"configMap": {"name": bundle_name}, "path": "manifests"}]}}}},
+                    })))?;
+                    bds.create(&PostParams::default(), &bd).await?;
+                    anyhow::Ok(())
+                }
+            })
+            .buffer_unordered(16)
+            .try_collect::<Vec<()>>()
+            .await?;
+        let p = prefix.clone();
+        watch_until(
+            &bds,
+            Duration::from_secs(1_800),
+            "every BundleDeployment installed",
+            move |items| {
+                items
+                    .iter()
+                    .filter(|b| b.name_any().starts_with(&p) && installed(b))
+                    .count()
+                    == level
+            },
+        )
+        .await?;
+        println!(
+            "{level} BundleDeployments ({} new, {} objects): installed {:.1?} after the first new one was created",
+            level - created,
+            level * 10,
+            started.elapsed()
+        );
+        created = level;
+        report(
+            &format!("{level} BundleDeployments"),
+            &idle(pid, &admin_url).await?,
+        );
+    }
+
+    // The rest of the cluster grows; the provisioner's memory should not.
+    let started = Instant::now();
+    let unrelated: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    futures::stream::iter(0..UNRELATED)
+        .map(|i| {
+            let unrelated = &unrelated;
+            async move {
+                let map: ConfigMap = serde_json::from_value(json!({
+                    "metadata": {"name": format!("unrelated-{i:05}")},
+                    "data": {"payload": "x".repeat(512)},
+                }))?;
+                unrelated.create(&PostParams::default(), &map).await?;
+                anyhow::Ok(())
+            }
+        })
+        .buffer_unordered(32)
+        .try_collect::<Vec<()>>()
+        .await?;
+    println!(
+        "{UNRELATED} unrelated ConfigMaps created in {:.1?}",
+        started.elapsed()
+    );
+    report(
+        &format!(
+            "{} BundleDeployments and {UNRELATED} unrelated ConfigMaps",
+            created
+        ),
+        &idle(pid, &admin_url).await?,
+    );
+
+    let started = Instant::now();
+    futures::stream::iter(0..created)
+        .map(|i| {
+            let (bds, prefix) = (&bds, &prefix);
+            async move {
+                bds.delete(&format!("{prefix}{i:04}"), &DeleteParams::default())
+                    .await?;
+                anyhow::Ok(())
+            }
+        })
+        .buffer_unordered(16)
+        .try_collect::<Vec<()>>()
+        .await?;
+    let p = prefix.clone();
+    watch_until(
+        &bds,
+        Duration::from_secs(1_800),
+        "every BundleDeployment uninstalled",
+        move |items: &[&BundleDeployment]| !items.iter().any(|b| b.name_any().starts_with(&p)),
+    )
+    .await?;
+    let remaining = unrelated
+        .list_metadata(&kube::api::ListParams::default().labels("core.rukpak.io/owner-kind"))
+        .await
+        .context("listing what is left")?
+        .items
+        .len();
+    println!(
+        "{created} BundleDeployments deleted: all gone {:.1?} after the first deletion; {remaining} of their ConfigMaps left",
+        started.elapsed()
+    );
+    println!(
+        "peak memory (VmHWM) over the run: {} MiB",
+        peak_rss_mib(pid)
+    );
+    provisioner.manager.stop()?;
+    Ok(())
+}
