@@ -90,7 +90,8 @@ async fn reconciles(admin_url: &str) -> Result<f64> {
                 && l.contains("controller=\"bundledeployment\"")
         })
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum())
+        .sum::<f64>()
+        .max(0.0))
 }
 
 /// What an idle minute shows.
