@@ -44,7 +44,7 @@ fn yaml(ctx: &TestContext, doc: serde_json::Value) -> String {
 }
 
 /// A CRD of a group of the test's own.
-fn widget_crd(group: &str) -> serde_json::Value {
+pub(crate) fn widget_crd(group: &str) -> serde_json::Value {
     json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",

@@ -281,3 +281,78 @@ async fn drift_is_undone_and_nothing_else_is_written(
     .unwrap();
     assert_eq!(settings.data.unwrap()["theirs"], "kept");
 }
+
+/// Deleting a BundleDeployment whose CRD still has a user's custom resource: everything else it
+/// applied goes, the CRD stays (its owner marks removed), and a `CRDKept` event on the
+/// BundleDeployment names it.
+#[tokio::test]
+async fn deleting_keeps_a_crd_that_still_has_custom_resources_and_says_so_in_an_event() {
+    let ctx = TestContext::new("prov-keep").await.unwrap();
+    provisioner().unwrap();
+    let group = format!("{}.e2e.olm-rs.io", ctx.namespace);
+    let crd_name = format!("widgets.{group}");
+    let settings = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "settings", "namespace": ctx.namespace}});
+    let bundle = ctx.name("bundle");
+    bundle_config_map(
+        &ctx,
+        &bundle,
+        &[crate::provisioner::widget_crd(&group), settings],
+    )
+    .await;
+    let name = ctx.name("bd");
+    let bds: Api<BundleDeployment> = Api::all(ctx.client.clone());
+    let bd: BundleDeployment = serde_json::from_value(ctx.labelled(json!({
+        "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
+        "metadata": {"name": name},
+        "spec": {"provisionerClassName": "core-rukpak-io-plain", "template": template(&bundle)},
+    })))
+    .unwrap();
+    bds.create(&PostParams::default(), &bd).await.unwrap();
+    wait_for(&bds, &name, "installed", Duration::from_secs(60), |bd| {
+        installed(bd).is_some()
+    })
+    .await
+    .unwrap();
+    let resource =
+        kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(&group, "v1", "Widget"));
+    let widgets: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(ctx.client.clone(), &ctx.namespace, &resource);
+    let mine: kube::api::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": format!("{group}/v1"), "kind": "Widget",
+        "metadata": {"name": "mine", "namespace": ctx.namespace}}))
+    .unwrap();
+    widgets.create(&PostParams::default(), &mine).await.unwrap();
+
+    bds.delete(&name, &DeleteParams::default()).await.unwrap();
+    wait_for_deletion(&bds, &name, Duration::from_secs(60))
+        .await
+        .unwrap();
+    let configmaps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    assert!(configmaps.get_opt("settings").await.unwrap().is_none());
+    let crds: Api<
+        k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+    > = Api::all(ctx.client.clone());
+    let crd = crds.get(&crd_name).await.unwrap();
+    assert!(
+        !crd.metadata
+            .labels
+            .unwrap_or_default()
+            .contains_key("core.rukpak.io/owner-name"),
+        "the kept CRD still names its owner"
+    );
+    assert!(widgets.get_opt("mine").await.unwrap().is_some());
+    let events: Api<k8s_openapi::api::events::v1::Event> =
+        Api::namespaced(ctx.client.clone(), "default");
+    let event = crate::catalogd::wait_for_event(&events, &name, "CRDKept").await;
+    assert!(
+        event
+            .note
+            .as_deref()
+            .unwrap_or_default()
+            .contains(&crd_name),
+        "{:?}",
+        event.note
+    );
+    ctx.cleanup().await.unwrap();
+}
