@@ -4,12 +4,14 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
+use std::future::Future;
 use std::hash::Hash;
+use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
@@ -92,4 +94,22 @@ where
             }
         }
     }
+}
+
+/// Runs `step` for every index of `range`, `concurrency` at a time; the first error stops it.
+pub async fn each<F, Fut, E>(
+    range: Range<usize>,
+    concurrency: usize,
+    step: F,
+) -> std::result::Result<(), E>
+where
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = std::result::Result<(), E>>,
+{
+    futures::stream::iter(range)
+        .map(step)
+        .buffer_unordered(concurrency)
+        .try_collect::<Vec<()>>()
+        .await
+        .map(|_| ())
 }

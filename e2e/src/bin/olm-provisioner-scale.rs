@@ -23,7 +23,6 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result};
-use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, PostParams};
@@ -31,7 +30,7 @@ use olm_api::bundle_deployment::BundleDeployment;
 use olm_e2e::context::TestContext;
 use olm_e2e::manager::{OLM_NAMESPACE, start_provisioner_with};
 use olm_e2e::process::{cpu_seconds, peak_rss_mib, rss_mib};
-use olm_e2e::scale::watch_until;
+use olm_e2e::scale::{each, watch_until};
 use serde_json::json;
 
 const LEVELS: [usize; 4] = [1, 10, 100, 1_000];
@@ -164,32 +163,29 @@ async fn run(ctx: &TestContext) -> Result<()> {
     let mut created = 0;
     for level in LEVELS {
         let started = Instant::now();
-        futures::stream::iter(created..level)
-            .map(|i| {
-                let (maps, bds, prefix) = (&maps, &bds, &prefix);
-                async move {
-                    let bundle_name = ctx.name(&format!("bundle-{i:04}"));
-                    let map: ConfigMap = serde_json::from_value(ctx.labelled(json!({
-                        "metadata": {"name": bundle_name},
-                        "immutable": true,
-                        "data": {"objects.yaml": bundle(&ctx.namespace, i)},
-                    })))?;
-                    maps.create(&PostParams::default(), &map).await?;
-                    let bd: BundleDeployment = serde_json::from_value(ctx.labelled(json!({
-                        "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
-                        "metadata": {"name": format!("{prefix}{i:04}")},
-                        "spec": {"provisionerClassName": "core-rukpak-io-plain",
-                            "template": {"spec": {"provisionerClassName": "core-rukpak-io-plain",
-                                "source": {"type": "configMaps", "configMaps": [
-                                    {"configMap": {"name": bundle_name}, "path": "manifests"}]}}}},
-                    })))?;
-                    bds.create(&PostParams::default(), &bd).await?;
-                    anyhow::Ok(())
-                }
-            })
-            .buffer_unordered(16)
-            .try_collect::<Vec<()>>()
-            .await?;
+        each(created..level, 16, |i| {
+            let (maps, bds, prefix) = (&maps, &bds, &prefix);
+            async move {
+                let bundle_name = ctx.name(&format!("bundle-{i:04}"));
+                let map: ConfigMap = serde_json::from_value(ctx.labelled(json!({
+                    "metadata": {"name": bundle_name},
+                    "immutable": true,
+                    "data": {"objects.yaml": bundle(&ctx.namespace, i)},
+                })))?;
+                maps.create(&PostParams::default(), &map).await?;
+                let bd: BundleDeployment = serde_json::from_value(ctx.labelled(json!({
+                    "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
+                    "metadata": {"name": format!("{prefix}{i:04}")},
+                    "spec": {"provisionerClassName": "core-rukpak-io-plain",
+                        "template": {"spec": {"provisionerClassName": "core-rukpak-io-plain",
+                            "source": {"type": "configMaps", "configMaps": [
+                                {"configMap": {"name": bundle_name}, "path": "manifests"}]}}}},
+                })))?;
+                bds.create(&PostParams::default(), &bd).await?;
+                anyhow::Ok(())
+            }
+        })
+        .await?;
         let p = prefix.clone();
         watch_until(
             &bds,
@@ -220,21 +216,18 @@ async fn run(ctx: &TestContext) -> Result<()> {
     // The rest of the cluster grows; the provisioner's memory should not.
     let started = Instant::now();
     let unrelated: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    futures::stream::iter(0..UNRELATED)
-        .map(|i| {
-            let unrelated = &unrelated;
-            async move {
-                let map: ConfigMap = serde_json::from_value(json!({
-                    "metadata": {"name": format!("unrelated-{i:05}")},
-                    "data": {"payload": "x".repeat(512)},
-                }))?;
-                unrelated.create(&PostParams::default(), &map).await?;
-                anyhow::Ok(())
-            }
-        })
-        .buffer_unordered(32)
-        .try_collect::<Vec<()>>()
-        .await?;
+    each(0..UNRELATED, 32, |i| {
+        let unrelated = &unrelated;
+        async move {
+            let map: ConfigMap = serde_json::from_value(json!({
+                "metadata": {"name": format!("unrelated-{i:05}")},
+                "data": {"payload": "x".repeat(512)},
+            }))?;
+            unrelated.create(&PostParams::default(), &map).await?;
+            anyhow::Ok(())
+        }
+    })
+    .await?;
     println!(
         "{UNRELATED} unrelated ConfigMaps created in {:.1?}",
         started.elapsed()
@@ -248,18 +241,15 @@ async fn run(ctx: &TestContext) -> Result<()> {
     );
 
     let started = Instant::now();
-    futures::stream::iter(0..created)
-        .map(|i| {
-            let (bds, prefix) = (&bds, &prefix);
-            async move {
-                bds.delete(&format!("{prefix}{i:04}"), &DeleteParams::default())
-                    .await?;
-                anyhow::Ok(())
-            }
-        })
-        .buffer_unordered(16)
-        .try_collect::<Vec<()>>()
-        .await?;
+    each(0..created, 16, |i| {
+        let (bds, prefix) = (&bds, &prefix);
+        async move {
+            bds.delete(&format!("{prefix}{i:04}"), &DeleteParams::default())
+                .await?;
+            anyhow::Ok(())
+        }
+    })
+    .await?;
     let p = prefix.clone();
     watch_until(
         &bds,
