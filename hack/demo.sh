@@ -33,10 +33,13 @@ else
 fi
 source "$dir/env"
 export KUBECONFIG OLM_E2E_KUBECONFIG=$KUBECONFIG
+echo "The \$ kubectl lines below are the commands to type by hand; kubectl v${K8S_BIN##*-v} was built with the"
+echo "control plane: $K8S_BIN/kubectl"
 echo
 HELM_BIN=$HELM_BIN target/debug/olm-demo config/samples
 echo
 if [ "${OLM_DEMO_KEEP:-0}" = 1 ]; then
   echo "The control plane keeps running (the managers stopped with the demo): export KUBECONFIG=$KUBECONFIG"
+  echo "kubectl for it: export PATH=$K8S_BIN:\$PATH"
   echo "Stop it with: $cluster stop $dir"
 fi

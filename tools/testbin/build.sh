@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Builds the real Kubernetes control plane binaries (kube-apiserver, kube-controller-manager,
-# kube-scheduler), etcd and helm from the Go module proxy, and caches them by version outside the
-# work tree. Idempotent: a binary whose `--version` already prints the pinned version is kept.
+# Builds the real Kubernetes binaries (kube-apiserver, kube-controller-manager, kube-scheduler,
+# and for a node and by hand kubelet, kube-proxy and kubectl), etcd and helm from the Go module
+# proxy, and caches them by version outside the work tree. Idempotent: a binary whose `--version`
+# already prints the pinned version is kept. Each build prints a line when it starts, one a
+# minute while it runs (how long so far) and one when it ends; Go's own output goes to a log
+# file per component, named in those lines, and its last lines are printed if it fails.
 #
 # Every version is pinned by the committed wrapper modules beside this script (k8s/, etcd/, helm/):
 # their go.mod/go.sum fix every transitive module, so two machines build the same thing.
@@ -21,19 +24,48 @@ mkdir -p "$cache"
 
 log() { printf 'testbin: %s\n' "$*" >&2; }
 
+logs=$cache/logs
+mkdir -p "$logs"
+
+# built WHAT ABOUT LOG COMMAND...: runs COMMAND with its output in LOG, telling how long it has
+# run (ABOUT is said once, at the start).
+built() {
+  local what=$1 about=$2 out=$3 start=$SECONDS pid next=60; shift 3
+  log "building $what$about (details: $out)"
+  "$@" >"$out" 2>&1 &
+  pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 1
+    if [ $((SECONDS - start)) -ge "$next" ]; then
+      log "building $what: $(((SECONDS - start) / 60))m so far (details: $out)"
+      next=$((next + 60))
+    fi
+  done
+  if ! wait "$pid"; then
+    log "building $what failed after $((SECONDS - start))s; the end of $out:"
+    tail -n 30 "$out" >&2
+    exit 1
+  fi
+  log "built $what in $((SECONDS - start))s"
+}
+
 if ! command -v go >/dev/null 2>&1; then
   log "Go is required to build the control plane (Go 1.26 or newer)"; exit 1
 fi
 
 k8s_out=$cache/k8s-v$K8S_VERSION
+# The control plane, the node's kubelet and kube-proxy, and kubectl for a person at the demo.
+k8s_tools="kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl"
 etcd_out=$cache/etcd-v$ETCD_VERSION
 helm_out=$cache/helm-v$HELM_VERSION
 
 build_k8s() {
-  if "$k8s_out/kube-apiserver" --version 2>/dev/null | grep -qx "Kubernetes v$K8S_VERSION" &&
-     [ -x "$k8s_out/kube-controller-manager" ] && [ -x "$k8s_out/kube-scheduler" ]; then
-    log "kubernetes v$K8S_VERSION cached in $k8s_out"; return; fi
-  local minor ldf p start=$SECONDS
+  local b cached=1
+  "$k8s_out/kube-apiserver" --version 2>/dev/null | grep -qx "Kubernetes v$K8S_VERSION" || cached=""
+  for b in $k8s_tools; do [ -x "$k8s_out/$b" ] || cached=""; done
+  if [ -n "$cached" ]; then
+    log "kubernetes v$K8S_VERSION cached in $k8s_out ($k8s_tools)"; return; fi
+  local minor ldf p pkgs=()
   minor=$(cut -d. -f2 <<<"$K8S_VERSION")
   ldf="-s -w"
   # Without these, /version reports v0.0.0-master, which breaks helm's kubeVersion checks and
@@ -43,41 +75,39 @@ build_k8s() {
     ldf+=" -X $p.gitTreeState=clean -X $p.gitCommit=v$K8S_VERSION"
     ldf+=" -X $p.buildDate=1970-01-01T00:00:00Z"
   done
-  log "building kubernetes v$K8S_VERSION (cold: about 5 minutes on 2 cores)"
+  for b in $k8s_tools; do pkgs+=("k8s.io/kubernetes/cmd/$b"); done
   mkdir -p "$k8s_out.tmp"
-  # One `go build` for all three: they share most packages.
-  (cd "$here/k8s" && go build -trimpath -ldflags "$ldf" -o "$k8s_out.tmp/" \
-    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-    k8s.io/kubernetes/cmd/kube-scheduler)
+  # One `go build` for all: they share most packages.
+  built "kubernetes v$K8S_VERSION" " ($k8s_tools; cold: about 6 minutes on 2 cores)" \
+    "$logs/k8s-v$K8S_VERSION.log" \
+    bash -c 'cd "$1" && shift && go build -trimpath -ldflags "$1" -o "$2/" "${@:3}"' _ \
+    "$here/k8s" "$ldf" "$k8s_out.tmp" "${pkgs[@]}"
   rm -rf "$k8s_out" && mv "$k8s_out.tmp" "$k8s_out"
-  log "built kubernetes v$K8S_VERSION in $((SECONDS - start))s"
 }
 
 build_etcd() {
   if "$etcd_out/etcd" --version 2>/dev/null | grep -q "etcd Version: $ETCD_VERSION"; then
     log "etcd v$ETCD_VERSION cached in $etcd_out"; return; fi
-  local start=$SECONDS
-  log "building etcd v$ETCD_VERSION"
   mkdir -p "$etcd_out"
   # The module root is package main; its default binary name would be "server".
-  (cd "$here/etcd" && go build -trimpath -ldflags "-s -w" -o "$etcd_out/etcd.tmp" go.etcd.io/etcd/server/v3)
+  built "etcd v$ETCD_VERSION" "" "$logs/etcd-v$ETCD_VERSION.log" \
+    bash -c 'cd "$1" && go build -trimpath -ldflags "-s -w" -o "$2" go.etcd.io/etcd/server/v3' _ \
+    "$here/etcd" "$etcd_out/etcd.tmp"
   mv "$etcd_out/etcd.tmp" "$etcd_out/etcd"
-  log "built etcd v$ETCD_VERSION in $((SECONDS - start))s"
 }
 
 build_helm() {
   if "$helm_out/helm" version --short 2>/dev/null | grep -q "^v$HELM_VERSION"; then
     log "helm v$HELM_VERSION cached in $helm_out"; return; fi
-  local start=$SECONDS minor
+  local minor
   minor=$(cut -d. -f2 <<<"$K8S_VERSION")
-  log "building helm v$HELM_VERSION"
   mkdir -p "$helm_out"
-  (cd "$here/helm" && go build -trimpath -o "$helm_out/helm.tmp" -ldflags "-s -w \
+  built "helm v$HELM_VERSION" "" "$logs/helm-v$HELM_VERSION.log" \
+    bash -c 'cd "$1" && go build -trimpath -o "$2" -ldflags "$3" helm.sh/helm/v3/cmd/helm' _ \
+    "$here/helm" "$helm_out/helm.tmp" "-s -w \
     -X helm.sh/helm/v3/internal/version.version=v$HELM_VERSION \
     -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 \
-    -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor" helm.sh/helm/v3/cmd/helm)
-  mv "$helm_out/helm.tmp" "$helm_out/helm"
-  log "built helm v$HELM_VERSION in $((SECONDS - start))s"
+    -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor"
 }
 
 only=${1:-all}
