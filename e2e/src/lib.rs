@@ -31,7 +31,7 @@ pub mod wait;
 
 // The fixtures that need no cluster live in olm-testkit (catalogd's tests use them too);
 // re-exported so the harness and its tests name them as before.
-pub use olm_testkit::{git, images, memory, process, registry, serve, ssh, tls};
+pub use olm_testkit::{git, images, manager_image, memory, process, registry, serve, ssh, tls};
 
 use std::path::PathBuf;
 

@@ -2,7 +2,8 @@
 //! built): every base image is pinned by digest; each manager has a target whose final stage
 //! copies exactly its binary from the build stage, runs as a non-root user, and starts the
 //! binary directly (exec form: no shell is needed, and distroless has none); the build stage
-//! builds every binary a target copies.
+//! builds every binary a target copies. The images the harness assembles without a daemon
+//! (`olm_e2e::manager_image`) are checked against the same targets.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 use std::collections::BTreeMap;
@@ -206,4 +207,107 @@ fn the_parser_sees_stages_args_and_continuations() {
         [("RUN".to_owned(), "a  b".to_owned())]
     );
     assert_eq!(stages[1].name, "two");
+}
+
+/// The images the harness assembles from the cargo build (no Docker engine runs here) have
+/// each Dockerfile target's layout: the binary at the path the target copies it to, as the
+/// entrypoint, run as the target's user. They differ only in what a glibc build needs and the
+/// Dockerfile's static musl build does not: the shared libraries and the loader, which are
+/// shown to suffice by running the binary from the unpacked image with them alone. Each is
+/// pushed to the loopback registry and its config read back.
+#[tokio::test]
+async fn assembled_images_have_the_dockerfiles_layout_and_run_from_their_own_files() {
+    olm_e2e::install_crypto_provider();
+    let stages = dockerfile();
+    let registry = olm_e2e::registry::plain().unwrap();
+    let client = olm_e2e::images::client(registry).unwrap();
+    for manager in [
+        "catalogd",
+        "operator-controller",
+        "catalog-switcher",
+        "provisioner",
+    ] {
+        let stage = stages.iter().find(|s| s.name == manager).unwrap();
+        let of = |keyword: &str| -> String {
+            stage
+                .instructions
+                .iter()
+                .find(|(k, _)| k == keyword)
+                .map(|(_, r)| r.clone())
+                .unwrap()
+        };
+        let binary = olm_e2e::binary(manager).unwrap();
+        let image = olm_e2e::manager_image::assemble(&binary, manager).unwrap();
+        // The target's entrypoint, user and binary path.
+        let entrypoint: Vec<String> = serde_json::from_str(&of("ENTRYPOINT")).unwrap();
+        assert_eq!(image.entrypoint, entrypoint, "{manager}");
+        assert_eq!(image.user, of("USER"), "{manager}");
+        let copied_to = of("COPY").rsplit(' ').next().unwrap().to_owned();
+        assert_eq!(copied_to, entrypoint[0], "{manager}");
+        let files = image.files();
+        assert!(files.contains(&manager), "{manager}: {files:?}");
+        // Beyond the Dockerfile's layout: libraries, the loader, and the system files
+        // distroless has (users, the CA bundle).
+        for extra in files.iter().filter(|f| **f != manager) {
+            assert!(
+                extra.starts_with("lib") || extra.starts_with("etc/"),
+                "{manager}: {extra}"
+            );
+        }
+
+        let layer = image.layer();
+        let repository = format!("olm-rs/{manager}");
+        let digest = olm_e2e::images::push_configured(
+            registry,
+            &repository,
+            "e2e",
+            std::slice::from_ref(&layer),
+            image.run_config(),
+        )
+        .await
+        .unwrap();
+        let reference: oci_client::Reference = format!("{}/{repository}@{digest}", registry.host)
+            .parse()
+            .unwrap();
+        let (_, _, config) = client
+            .pull_manifest_and_config(&reference, &oci_client::secrets::RegistryAuth::Anonymous)
+            .await
+            .unwrap();
+        let config: serde_json::Value = serde_json::from_str(&config).unwrap();
+        assert_eq!(
+            config["config"]["Entrypoint"],
+            serde_json::json!(entrypoint)
+        );
+        assert_eq!(config["config"]["User"], of("USER").as_str());
+
+        // Run it from the unpacked layer, with the image's loader and libraries only.
+        let root = tempfile::tempdir().unwrap();
+        tar::Archive::new(layer.data.as_slice())
+            .unpack(root.path())
+            .unwrap();
+        let loader = files
+            .iter()
+            .find(|f| f.contains("ld-linux"))
+            .unwrap_or_else(|| panic!("{manager}: no loader in {files:?}"));
+        let lib_dirs: Vec<String> = files
+            .iter()
+            .filter(|f| f.contains(".so"))
+            .filter_map(|f| std::path::Path::new(f).parent())
+            .map(|d| root.path().join(d).display().to_string())
+            .collect();
+        let out = std::process::Command::new(root.path().join(loader))
+            .arg("--inhibit-cache")
+            .arg("--library-path")
+            .arg(lib_dirs.join(":"))
+            .arg(root.path().join(manager))
+            .arg("--version")
+            .env_clear()
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{manager}: {out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).starts_with(&format!("{manager} ")),
+            "{out:?}"
+        );
+    }
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use oci_client::client::{
     Certificate, CertificateEncoding, ClientConfig, ClientProtocol, Config, ImageLayer,
 };
-use oci_client::manifest::{IMAGE_LAYER_GZIP_MEDIA_TYPE, OciImageManifest};
+use oci_client::manifest::{IMAGE_LAYER_GZIP_MEDIA_TYPE, IMAGE_LAYER_MEDIA_TYPE, OciImageManifest};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 use sha2::{Digest, Sha256};
@@ -22,6 +22,8 @@ pub const CONFIGS_LABEL: &str = "operators.operatorframework.io.index.configs.v1
 pub enum Entry {
     /// A regular file.
     File(String, Vec<u8>),
+    /// An executable file (mode 0755).
+    Executable(String, Vec<u8>),
     /// A directory.
     Dir(String),
     /// A symbolic link and its target.
@@ -30,10 +32,10 @@ pub enum Entry {
     HardLink(String, String),
 }
 
-/// A layer: gzip of a tar.
+/// A layer: gzip of a tar, or a tar.
 #[derive(Debug, Clone)]
 pub struct Layer {
-    /// The compressed bytes.
+    /// The bytes (gzip, or a plain tar).
     pub data: Vec<u8>,
     /// sha256 of the uncompressed tar (the config's diff_id).
     pub diff_id: String,
@@ -49,6 +51,16 @@ pub fn layer(entries: &[Entry]) -> Layer {
     Layer {
         data: gz.finish().unwrap_or_default(),
         diff_id,
+    }
+}
+
+/// A layer of `entries`, uncompressed: for layers of large binaries, where gzip would cost
+/// seconds per image and save nothing a loopback registry needs.
+pub fn tar_layer(entries: &[Entry]) -> Layer {
+    let tar = tar_of(entries);
+    Layer {
+        diff_id: sha256(&tar),
+        data: tar,
     }
 }
 
@@ -78,7 +90,7 @@ fn tar_of(entries: &[Entry]) -> Vec<u8> {
     let mut tar = Vec::new();
     for entry in entries {
         let (path, kind, data, link): (&str, tar::EntryType, &[u8], &str) = match entry {
-            Entry::File(p, d) => (p, tar::EntryType::Regular, d, ""),
+            Entry::File(p, d) | Entry::Executable(p, d) => (p, tar::EntryType::Regular, d, ""),
             Entry::Dir(p) => (p, tar::EntryType::Directory, b"", ""),
             Entry::Symlink(p, t) => (p, tar::EntryType::Symlink, b"", t),
             Entry::HardLink(p, t) => (p, tar::EntryType::Link, b"", t),
@@ -86,11 +98,13 @@ fn tar_of(entries: &[Entry]) -> Vec<u8> {
         let mut header = tar::Header::new_gnu();
         header.set_entry_type(kind);
         header.set_size(data.len() as u64);
-        header.set_mode(if kind == tar::EntryType::Directory {
-            0o755
-        } else {
-            0o644
-        });
+        header.set_mode(
+            if kind == tar::EntryType::Directory || matches!(entry, Entry::Executable(..)) {
+                0o755
+            } else {
+                0o644
+            },
+        );
         let name = &mut header.as_old_mut().name;
         let n = path.len().min(name.len());
         name[..n].copy_from_slice(&path.as_bytes()[..n]);
@@ -166,15 +180,42 @@ pub async fn push(
     layers: &[Layer],
     labels: &BTreeMap<String, String>,
 ) -> Result<String> {
+    push_configured(
+        registry,
+        repository,
+        tag,
+        layers,
+        serde_json::json!({"Labels": labels}),
+    )
+    .await
+}
+
+/// Pushes an image of `layers` (base first) whose config's `config` (what a container runs:
+/// `Entrypoint`, `User`, `Labels`, ...) is `run`; returns the manifest's digest.
+pub async fn push_configured(
+    registry: &Registry,
+    repository: &str,
+    tag: &str,
+    layers: &[Layer],
+    run: serde_json::Value,
+) -> Result<String> {
     let config = serde_json::json!({
         "architecture": architecture(),
         "os": "linux",
-        "config": {"Labels": labels},
+        "config": run,
         "rootfs": {"type": "layers", "diff_ids": layers.iter().map(|l| l.diff_id.clone()).collect::<Vec<_>>()},
     });
     let image_layers: Vec<ImageLayer> = layers
         .iter()
-        .map(|l| ImageLayer::new(l.data.clone(), IMAGE_LAYER_GZIP_MEDIA_TYPE.into(), None))
+        .map(|l| {
+            // gzip's magic number, else a plain tar.
+            let media_type = if l.data.starts_with(&[0x1f, 0x8b]) {
+                IMAGE_LAYER_GZIP_MEDIA_TYPE
+            } else {
+                IMAGE_LAYER_MEDIA_TYPE
+            };
+            ImageLayer::new(l.data.clone(), media_type.into(), None)
+        })
         .collect();
     let config = Config::oci_v1(serde_json::to_vec(&config).unwrap_or_default(), None);
     let manifest = OciImageManifest::build(&image_layers, &config, None);

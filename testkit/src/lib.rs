@@ -9,11 +9,13 @@
 //! * [`git`]: a git server (smart HTTP, `git http-backend`) with repositories built from files;
 //!   [`ssh`]: sshd in front of it.
 //! * [`registry`]: the distribution registry (Debian `docker-registry`), plain or secured;
-//!   [`images`]: catalog images and layers pushed to it.
+//!   [`images`]: catalog images and layers pushed to it; [`manager_image`]: the managers'
+//!   images assembled from the cargo build, with no daemon.
 //! * [`memory`]: this process's RSS and peak (memory-bound tests, benchmarks).
 
 pub mod git;
 pub mod images;
+pub mod manager_image;
 pub mod memory;
 pub mod process;
 pub mod registry;
