@@ -43,7 +43,7 @@ const SETTLE: Duration = Duration::from_secs(10);
 
 /// The bundle of BundleDeployment `i`: ten objects in `namespace`, named after `i` so no two
 /// bundles claim the same object.
-fn bundle(namespace: &str, i: usize) -> String {
+fn bundle(namespace: &str, i: usize) -> Result<String> {
     let name = |what: &str| format!("b{i:04}-{what}");
     let meta = |what: &str| json!({"name": name(what), "namespace": namespace});
     let mut objects = vec![
@@ -60,11 +60,31 @@ fn bundle(namespace: &str, i: usize) -> String {
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta(&format!("cm-{c}")),
             "data": {"index": i.to_string(), "settings": "a: 1\nb: two\n"}})
     }));
-    objects
+    let yaml = objects
         .iter()
         .map(|o| serde_saphyr::to_string(o).map(|y| format!("---\n{y}")))
-        .collect::<Result<String, _>>()
-        .unwrap_or_default()
+        .collect::<Result<String, _>>()?;
+    Ok(yaml)
+}
+
+/// Waits until `done` holds for the BundleDeployments named with `prefix`.
+async fn until_ours(
+    bds: &Api<BundleDeployment>,
+    prefix: &str,
+    what: &str,
+    done: impl Fn(&[&BundleDeployment]) -> bool,
+) -> Result<()> {
+    let prefix = prefix.to_owned();
+    watch_until(bds, Duration::from_secs(1_800), what, move |items| {
+        let ours: Vec<&BundleDeployment> = items
+            .iter()
+            .copied()
+            .filter(|b| b.name_any().starts_with(&prefix))
+            .collect();
+        done(&ours)
+    })
+    .await?;
+    Ok(())
 }
 
 fn installed(bd: &BundleDeployment) -> bool {
@@ -170,7 +190,7 @@ async fn run(ctx: &TestContext) -> Result<()> {
                 let map: ConfigMap = serde_json::from_value(ctx.labelled(json!({
                     "metadata": {"name": bundle_name},
                     "immutable": true,
-                    "data": {"objects.yaml": bundle(&ctx.namespace, i)},
+                    "data": {"objects.yaml": bundle(&ctx.namespace, i)?},
                 })))?;
                 maps.create(&PostParams::default(), &map).await?;
                 let bd: BundleDeployment = serde_json::from_value(ctx.labelled(json!({
@@ -186,19 +206,9 @@ async fn run(ctx: &TestContext) -> Result<()> {
             }
         })
         .await?;
-        let p = prefix.clone();
-        watch_until(
-            &bds,
-            Duration::from_secs(1_800),
-            "every BundleDeployment installed",
-            move |items| {
-                items
-                    .iter()
-                    .filter(|b| b.name_any().starts_with(&p) && installed(b))
-                    .count()
-                    == level
-            },
-        )
+        until_ours(&bds, &prefix, "every BundleDeployment installed", |ours| {
+            ours.iter().filter(|b| installed(b)).count() == level
+        })
         .await?;
         println!(
             "{level} BundleDeployments ({} new, {} objects): installed {:.1?} after the first new one was created",
@@ -250,12 +260,11 @@ async fn run(ctx: &TestContext) -> Result<()> {
         }
     })
     .await?;
-    let p = prefix.clone();
-    watch_until(
+    until_ours(
         &bds,
-        Duration::from_secs(1_800),
+        &prefix,
         "every BundleDeployment uninstalled",
-        move |items: &[&BundleDeployment]| !items.iter().any(|b| b.name_any().starts_with(&p)),
+        |ours| ours.is_empty(),
     )
     .await?;
     let remaining = unrelated

@@ -55,15 +55,21 @@ async fn after_a_restart_the_installed_image_is_pulled_by_its_digest_not_its_mov
     };
     let registry = olm_e2e::registry::plain().unwrap();
     let repository = format!("{}/bundle", ctx.namespace);
-    let first = push(
-        registry,
-        &repository,
-        "latest",
-        &[layer(&bundle(&ctx, "1"))],
-        &Default::default(),
-    )
-    .await
-    .unwrap();
+    let push_version = |version: &'static str| {
+        let (ctx, repository) = (&ctx, &repository);
+        async move {
+            push(
+                registry,
+                repository,
+                "latest",
+                &[layer(&bundle(ctx, version))],
+                &Default::default(),
+            )
+            .await
+            .unwrap()
+        }
+    };
+    let first = push_version("1").await;
 
     let name = ctx.name("bd");
     let mut doc = ctx.labelled(json!({
@@ -90,15 +96,7 @@ async fn after_a_restart_the_installed_image_is_pulled_by_its_digest_not_its_mov
     assert_eq!(installed_digest(Some(&bd)).unwrap(), pinned);
 
     // The tag moves; the provisioner restarts with an empty layer cache.
-    let second = push(
-        registry,
-        &repository,
-        "latest",
-        &[layer(&bundle(&ctx, "2"))],
-        &Default::default(),
-    )
-    .await
-    .unwrap();
+    let second = push_version("2").await;
     assert_ne!(first, second);
     let before = registry.requests("").len();
     std::fs::remove_dir_all(provisioner.manager.dir.join("cache")).unwrap();

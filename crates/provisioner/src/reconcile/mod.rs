@@ -88,9 +88,7 @@ impl Context {
         self.resync = every;
         self
     }
-}
 
-impl Context {
     /// What is held of `bd`'s template `bundle`.
     fn held(&self, bd: &str, bundle: &str) -> Option<Held> {
         self.contents
