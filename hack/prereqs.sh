@@ -19,6 +19,16 @@ ensure_debian_packages() {
   [ -e /etc/ssl/certs/ca-certificates.crt ] || missing+=(ca-certificates)
   # The e2e tests' Prometheus (scrapes the managers) and promtool (checks the chart's alerts).
   { command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1; } || missing+=(prometheus)
+  # The node of the local cluster: containerd and runc, the CNI bridge and host-local plugins
+  # (which bring iptables), iproute2 for its veth, and gcc with a static libc for Kubernetes'
+  # pause.c (its sandbox image).
+  { command -v containerd >/dev/null 2>&1 && command -v containerd-shim-runc-v2 >/dev/null 2>&1; } || missing+=(containerd)
+  command -v runc >/dev/null 2>&1 || missing+=(runc)
+  [ -x /usr/lib/cni/bridge ] && [ -x /usr/lib/cni/host-local ] || missing+=(containernetworking-plugins)
+  command -v iptables >/dev/null 2>&1 || missing+=(iptables)
+  command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+  command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+  [ -e /usr/lib/x86_64-linux-gnu/libc.a ] || [ -e /usr/lib/aarch64-linux-gnu/libc.a ] || missing+=(libc6-dev)
   if [ ${#missing[@]} -gt 0 ]; then
     prereq_log "installing Debian packages: ${missing[*]}"
     local sudo=""; [ "$(id -u)" -eq 0 ] || sudo=sudo
@@ -42,10 +52,10 @@ ensure_toolchains() {
 ensure_prereqs() {
   ensure_debian_packages
   ensure_toolchains
-  # Builds kube-apiserver, kube-controller-manager, kube-scheduler, etcd and helm, or finds
-  # them in the cache; exports K8S_BIN, ETCD_BIN, HELM_BIN.
+  # Builds the Kubernetes binaries, etcd, helm, CoreDNS and pause, or finds them in the cache;
+  # exports K8S_BIN, ETCD_BIN, HELM_BIN, COREDNS_BIN, PAUSE_BIN.
   local bins
   bins=$("$(dirname "${BASH_SOURCE[0]}")/../tools/testbin/build.sh" all)
   eval "$bins"
-  export K8S_BIN ETCD_BIN HELM_BIN
+  export K8S_BIN ETCD_BIN HELM_BIN COREDNS_BIN PAUSE_BIN
 }

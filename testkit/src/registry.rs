@@ -43,10 +43,23 @@ pub struct Registry {
     pub dir: PathBuf,
     /// The credentials it requires, when secured (it then speaks only TLS).
     pub credentials: Option<Credentials>,
-    child: crate::process::Kept,
+    /// The process, when this process started it.
+    child: Option<crate::process::Kept>,
 }
 
 impl Registry {
+    /// A plain registry another process runs at `host` with its folder `dir` (the local
+    /// cluster's node registry): pushed to and read like one this process started, never
+    /// stopped by it.
+    pub fn running(host: &str, dir: &Path) -> Registry {
+        Registry {
+            host: host.to_owned(),
+            dir: dir.to_path_buf(),
+            credentials: None,
+            child: None,
+        }
+    }
+
     /// Starts a registry named `name` (its folder in this process's scratch folder, removed
     /// when it exits); secured with TLS and htpasswd when `credentials` are given.
     pub fn start(name: &str, credentials: Option<Credentials>) -> Result<Registry> {
@@ -101,7 +114,7 @@ impl Registry {
             host,
             dir,
             credentials,
-            child: Arc::new(Mutex::new(child)),
+            child: Some(Arc::new(Mutex::new(child))),
         };
         registry.wait_ready()?;
         Ok(registry)
@@ -171,9 +184,12 @@ impl Registry {
             .join("data")
     }
 
-    /// Stops it.
+    /// Stops it (when this process started it).
     pub fn stop(&self) -> Result<()> {
-        crate::process::stop(&self.child, Duration::from_secs(5))
+        match &self.child {
+            Some(child) => crate::process::stop(child, Duration::from_secs(5)),
+            None => Ok(()),
+        }
     }
 }
 

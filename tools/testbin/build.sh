@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Builds the real Kubernetes binaries (kube-apiserver, kube-controller-manager, kube-scheduler,
-# and for a node and by hand kubelet, kube-proxy and kubectl), etcd and helm from the Go module
-# proxy, and caches them by version outside the work tree. Idempotent: a binary whose `--version`
+# and for a node and by hand kubelet, kube-proxy and kubectl), etcd, helm and CoreDNS (the
+# node's cluster DNS) from the Go module proxy, and Kubernetes' own pause.c (the node's sandbox
+# image) with gcc, and caches them by version outside the work tree. Idempotent: a binary whose `--version`
 # already prints the pinned version is kept. Each build prints a line when it starts, one a
 # minute while it runs (how long so far) and one when it ends; Go's own output goes to a log
 # file per component, named in those lines, and its last lines are printed if it fails.
 #
-# Every version is pinned by the committed wrapper modules beside this script (k8s/, etcd/, helm/):
+# Every version is pinned by the committed wrapper modules beside this script (k8s/, etcd/, helm/,
+# coredns/):
 # their go.mod/go.sum fix every transitive module, so two machines build the same thing.
 #
 # Prints the cache directory of each component as shell assignments on stdout, e.g.
@@ -58,6 +60,9 @@ k8s_out=$cache/k8s-v$K8S_VERSION
 k8s_tools="kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl"
 etcd_out=$cache/etcd-v$ETCD_VERSION
 helm_out=$cache/helm-v$HELM_VERSION
+coredns_out=$cache/coredns-v$COREDNS_VERSION
+# pause.c comes with the Kubernetes module, so its build is cached by that version.
+pause_out=$cache/pause-k8s-v$K8S_VERSION
 
 build_k8s() {
   local b cached=1
@@ -110,13 +115,43 @@ build_helm() {
     -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor"
 }
 
+build_coredns() {
+  if "$coredns_out/coredns" -version 2>/dev/null | grep -q "^CoreDNS-$COREDNS_VERSION$"; then
+    log "coredns v$COREDNS_VERSION cached in $coredns_out"; return; fi
+  mkdir -p "$coredns_out"
+  # The module root is package main (and the binary reports its version without ldflags).
+  built "coredns v$COREDNS_VERSION" " (cold: about 3 minutes on 2 cores)" \
+    "$logs/coredns-v$COREDNS_VERSION.log" \
+    bash -c 'cd "$1" && go build -trimpath -ldflags "-s -w" -o "$2" github.com/coredns/coredns' _ \
+    "$here/coredns" "$coredns_out/coredns.tmp"
+  mv "$coredns_out/coredns.tmp" "$coredns_out/coredns"
+}
+
+# Kubernetes' pause (build/pause/linux/pause.c in the module), static, as its Makefile builds it:
+# the node's sandbox image, and the init process that reaps the node's own namespaces.
+build_pause() {
+  local version=3.10.2-k8s-v$K8S_VERSION src
+  if "$pause_out/pause" -v 2>/dev/null | grep -qx "pause.c v$version"; then
+    log "pause ($version) cached in $pause_out"; return; fi
+  command -v gcc >/dev/null 2>&1 || { log "gcc is required to build pause (Debian: gcc, libc6-dev)"; exit 1; }
+  src=$(cd "$here/k8s" && go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  [ -f "$src/build/pause/linux/pause.c" ] || { log "pause.c not found in the Kubernetes module ($src)"; exit 1; }
+  mkdir -p "$pause_out"
+  built "pause ($version)" "" "$logs/pause-k8s-v$K8S_VERSION.log" \
+    gcc -Os -Wall -Werror -static "-DVERSION=v$version" -o "$pause_out/pause.tmp" "$src/build/pause/linux/pause.c"
+  mv "$pause_out/pause.tmp" "$pause_out/pause"
+}
+
 only=${1:-all}
 case "$only" in
-  all) build_etcd; build_k8s; build_helm ;;
+  all) build_etcd; build_k8s; build_helm; build_coredns; build_pause ;;
   k8s) build_k8s ;;
   etcd) build_etcd ;;
   helm) build_helm ;;
-  *) log "usage: build.sh [all|k8s|etcd|helm]"; exit 2 ;;
+  coredns) build_coredns ;;
+  pause) build_pause ;;
+  *) log "usage: build.sh [all|k8s|etcd|helm|coredns|pause]"; exit 2 ;;
 esac
 
-printf 'K8S_BIN=%q\nETCD_BIN=%q\nHELM_BIN=%q\n' "$k8s_out" "$etcd_out" "$helm_out"
+printf 'K8S_BIN=%q\nETCD_BIN=%q\nHELM_BIN=%q\nCOREDNS_BIN=%q\nPAUSE_BIN=%q\n' \
+  "$k8s_out" "$etcd_out" "$helm_out" "$coredns_out" "$pause_out"

@@ -1,6 +1,7 @@
-# Versions of the test infrastructure. The wrapper modules in k8s/, etcd/ and helm/ must require
+# Versions of the test infrastructure. The wrapper modules in k8s/, etcd/, helm/ and coredns/ must require
 # exactly these: after changing a version here, regenerate the wrapper of that component as
 # docs/development.md says ("To move to another version").
 K8S_VERSION=1.36.3
 ETCD_VERSION=3.6.16
 HELM_VERSION=3.22.0
+COREDNS_VERSION=1.15.0

@@ -46,6 +46,13 @@ impl Children {
         !self.procs().is_empty()
     }
 
+    /// The process id of component `name`, while it runs.
+    pub fn pid(&self, name: &str) -> Option<u32> {
+        let mut procs = self.procs();
+        let (_, child) = procs.iter_mut().find(|(n, _)| *n == name)?;
+        matches!(child.try_wait(), Ok(None)).then(|| child.id())
+    }
+
     /// The log file of component `name`.
     pub fn log(&self, name: &str) -> PathBuf {
         self.logs.join(format!("{name}.log"))

@@ -24,9 +24,12 @@ rules:
 ";
 
 /// The controllers of kube-controller-manager the tests need: garbage collection of owned
-/// objects, namespace deletion, default service accounts, Deployments and ReplicaSets.
+/// objects, namespace deletion, default service accounts, Deployments and ReplicaSets, the
+/// endpoints of Services (kube-proxy routes by EndpointSlices, Prometheus discovers by
+/// Endpoints), and the `kube-root-ca.crt` ConfigMap every Pod with a token mounts.
 pub const CONTROLLERS: &str = "garbage-collector-controller,namespace-controller,\
-deployment-controller,replicaset-controller,serviceaccount-controller";
+deployment-controller,replicaset-controller,serviceaccount-controller,\
+endpointslice-controller,endpoints-controller,root-ca-certificate-publisher-controller";
 
 /// Where `tools/testbin/build.sh` put the binaries.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,11 +40,15 @@ pub struct Binaries {
     pub etcd: PathBuf,
     /// helm.
     pub helm: PathBuf,
+    /// CoreDNS (the node's cluster DNS).
+    pub coredns: PathBuf,
+    /// Kubernetes' pause (the node's sandbox image and the init of its namespaces).
+    pub pause: PathBuf,
 }
 
 impl Binaries {
-    /// Reads build.sh's output: `K8S_BIN=…`, `ETCD_BIN=…` and `HELM_BIN=…` lines (quoted by
-    /// printf's `%q` only when a path needs it).
+    /// Reads build.sh's output: `K8S_BIN=…`, `ETCD_BIN=…`, `HELM_BIN=…`, `COREDNS_BIN=…` and
+    /// `PAUSE_BIN=…` lines (quoted by printf's `%q` only when a path needs it).
     pub fn parse(output: &str) -> Result<Binaries> {
         let vars: BTreeMap<&str, &str> = output
             .lines()
@@ -57,6 +64,8 @@ impl Binaries {
             k8s: get("K8S_BIN")?,
             etcd: get("ETCD_BIN")?,
             helm: get("HELM_BIN")?,
+            coredns: get("COREDNS_BIN")?,
+            pause: get("PAUSE_BIN")?,
         })
     }
 }
@@ -125,18 +134,49 @@ pub fn etcd(bins: &Binaries, ports: &Ports, dir: &Path) -> Component {
     }
 }
 
+/// Where the API server listens, and what it says about the cluster's network.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiNetwork {
+    /// Its one listening address: 127.0.0.1, or this machine's end of the node's veth.
+    pub address: String,
+    /// `--service-cluster-ip-range`.
+    pub services: String,
+    /// Whether a node runs: then the `kubernetes` Service has the API server's address as its
+    /// endpoint, nodes are authorized as nodes, and the API server reaches kubelets by their
+    /// InternalIP with the admin's certificate.
+    pub node: bool,
+}
+
+impl ApiNetwork {
+    /// The control plane alone, on loopback.
+    pub fn loopback() -> ApiNetwork {
+        ApiNetwork {
+            address: "127.0.0.1".into(),
+            services: "10.0.0.0/24".into(),
+            node: false,
+        }
+    }
+}
+
 /// kube-apiserver: RBAC, client certificates of the CA, service-account tokens signed with
-/// the PKI's key, the audit log; `extra` flags last.
-pub fn apiserver(bins: &Binaries, ports: &Ports, dir: &Path, extra: &[String]) -> Component {
+/// the PKI's key, the audit log; with a node, what [`ApiNetwork::node`] says; `extra` flags last.
+pub fn apiserver(
+    bins: &Binaries,
+    ports: &Ports,
+    dir: &Path,
+    net: &ApiNetwork,
+    extra: &[String],
+) -> Component {
     let pki = dir.join("pki");
     let pki = |name: &str| path(&pki.join(name));
+    let reconciler = if net.node { "lease" } else { "none" };
     let mut argv = vec![
         path(&bins.k8s.join("kube-apiserver")),
         format!("--etcd-servers=http://127.0.0.1:{}", ports.etcd),
-        "--bind-address=127.0.0.1".into(),
+        format!("--bind-address={}", net.address),
         format!("--secure-port={}", ports.api),
-        "--advertise-address=127.0.0.1".into(),
-        "--endpoint-reconciler-type=none".into(),
+        format!("--advertise-address={}", net.address),
+        format!("--endpoint-reconciler-type={reconciler}"),
         format!("--tls-cert-file={}", pki(files::API_SERVER.0)),
         format!("--tls-private-key-file={}", pki(files::API_SERVER.1)),
         format!("--client-ca-file={}", pki(files::CA)),
@@ -149,11 +189,9 @@ pub fn apiserver(bins: &Binaries, ports: &Ports, dir: &Path, extra: &[String]) -
             "--service-account-signing-key-file={}",
             pki(files::SERVICE_ACCOUNTS.1)
         ),
-        "--service-cluster-ip-range=10.0.0.0/24".into(),
-        "--authorization-mode=RBAC".into(),
+        format!("--service-cluster-ip-range={}", net.services),
         "--allow-privileged=true".into(),
         format!("--cert-dir={}", path(&dir.join("apiserver-certs"))),
-        "--kubelet-preferred-address-types=Hostname,InternalIP".into(),
         "--v=1".into(),
         format!(
             "--audit-policy-file={}",
@@ -162,6 +200,22 @@ pub fn apiserver(bins: &Binaries, ports: &Ports, dir: &Path, extra: &[String]) -
         format!("--audit-log-path={}", path(&dir.join("audit.log"))),
         "--audit-log-maxsize=200".into(),
     ];
+    if net.node {
+        argv.extend([
+            "--authorization-mode=Node,RBAC".into(),
+            "--enable-admission-plugins=NodeRestriction".into(),
+            // The node would stay tainted not-ready: no node-lifecycle controller runs.
+            "--disable-admission-plugins=TaintNodesByCondition".into(),
+            "--kubelet-preferred-address-types=InternalIP".into(),
+            format!("--kubelet-client-certificate={}", pki(files::ADMIN.0)),
+            format!("--kubelet-client-key={}", pki(files::ADMIN.1)),
+        ]);
+    } else {
+        argv.extend([
+            "--authorization-mode=RBAC".into(),
+            "--kubelet-preferred-address-types=Hostname,InternalIP".into(),
+        ]);
+    }
     argv.extend(extra.iter().cloned());
     Component {
         name: "kube-apiserver",
@@ -192,13 +246,17 @@ pub fn controller_manager(bins: &Binaries, ports: &Ports, dir: &Path) -> Compone
         ports.controller_manager,
     );
     argv.push(format!("--controllers={CONTROLLERS}"));
+    argv.push(format!(
+        "--root-ca-file={}",
+        path(&dir.join("pki").join(files::CA))
+    ));
     Component {
         name: "kube-controller-manager",
         argv,
     }
 }
 
-/// kube-scheduler (Pods of the Deployments need a node to be bound to; none runs yet).
+/// kube-scheduler (binds Pods to the node).
 pub fn scheduler(bins: &Binaries, ports: &Ports, dir: &Path) -> Component {
     Component {
         name: "kube-scheduler",
@@ -225,6 +283,8 @@ mod tests {
             k8s: "/cache/k8s".into(),
             etcd: "/cache/etcd".into(),
             helm: "/cache/helm".into(),
+            coredns: "/cache/coredns".into(),
+            pause: "/cache/pause".into(),
         }
     }
 
@@ -237,8 +297,45 @@ mod tests {
     };
 
     #[test]
-    fn build_output_names_the_three_folders_quoted_or_not() {
-        let out = "K8S_BIN=/cache/k8s\nETCD_BIN='/cache/etcd'\nHELM_BIN=/cache/helm\n";
+    fn with_a_node_the_api_server_listens_on_the_veth_and_authorizes_nodes() {
+        let net = ApiNetwork {
+            address: "172.30.4.1".into(),
+            services: "10.96.4.0/24".into(),
+            node: true,
+        };
+        let api = apiserver(&bins(), &PORTS, Path::new("/run/cp"), &net, &[]);
+        for flag in [
+            "--bind-address=172.30.4.1",
+            "--advertise-address=172.30.4.1",
+            "--endpoint-reconciler-type=lease",
+            "--service-cluster-ip-range=10.96.4.0/24",
+            "--authorization-mode=Node,RBAC",
+            "--disable-admission-plugins=TaintNodesByCondition",
+            "--kubelet-preferred-address-types=InternalIP",
+            "--kubelet-client-certificate=/run/cp/pki/admin.crt",
+        ] {
+            assert!(api.argv.contains(&flag.into()), "{flag} in {:?}", api.argv);
+        }
+        // Without one, nothing of that.
+        let alone = apiserver(
+            &bins(),
+            &PORTS,
+            Path::new("/run/cp"),
+            &ApiNetwork::loopback(),
+            &[],
+        );
+        assert!(
+            alone
+                .argv
+                .contains(&"--endpoint-reconciler-type=none".into())
+        );
+        assert!(!alone.argv.iter().any(|a| a.starts_with("--kubelet-client")));
+    }
+
+    #[test]
+    fn build_output_names_every_folder_quoted_or_not() {
+        let out = "K8S_BIN=/cache/k8s\nETCD_BIN='/cache/etcd'\nHELM_BIN=/cache/helm\n\
+                   COREDNS_BIN=/cache/coredns\nPAUSE_BIN=/cache/pause\n";
         assert_eq!(Binaries::parse(out).unwrap(), bins());
         let err = Binaries::parse("K8S_BIN=/a\n").unwrap_err().to_string();
         assert!(err.contains("ETCD_BIN"), "{err}");
@@ -255,7 +352,13 @@ mod tests {
         );
         assert!(etcd.argv.contains(&"--data-dir=/run/cp/etcd".into()));
 
-        let api = apiserver(&bins(), &PORTS, dir, &["--extra=1".into()]);
+        let api = apiserver(
+            &bins(),
+            &PORTS,
+            dir,
+            &ApiNetwork::loopback(),
+            &["--extra=1".into()],
+        );
         assert_eq!(api.argv[0], "/cache/k8s/kube-apiserver");
         for flag in [
             "--etcd-servers=http://127.0.0.1:1001",
@@ -269,6 +372,8 @@ mod tests {
             assert!(api.argv.contains(&flag.into()), "{flag} in {:?}", api.argv);
         }
         assert_eq!(api.argv.last().map(String::as_str), Some("--extra=1"));
+        assert!(api.argv.contains(&"--bind-address=127.0.0.1".into()));
+        assert!(api.argv.contains(&"--authorization-mode=RBAC".into()));
 
         let kcm = controller_manager(&bins(), &PORTS, dir);
         assert!(kcm.argv.contains(&"--secure-port=1004".into()));

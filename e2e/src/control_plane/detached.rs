@@ -25,7 +25,7 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(120);
 const POLL: Duration = Duration::from_millis(200);
 
 /// Starts a detached supervisor of `dir`; the exit code.
-pub fn start(dir: &Path, crds: Option<&Path>) -> u8 {
+pub fn start(dir: &Path, crds: Option<&Path>, node: bool) -> u8 {
     if folder::is_held(dir) {
         log(&format!(
             "a control plane already runs in {} (stop it with: olm-cluster stop {0})",
@@ -33,7 +33,7 @@ pub fn start(dir: &Path, crds: Option<&Path>) -> u8 {
         ));
         return 1;
     }
-    match spawn_and_wait(dir, crds) {
+    match spawn_and_wait(dir, crds, node) {
         Ok(code) => code,
         Err(e) => {
             log(&e.to_string());
@@ -42,7 +42,7 @@ pub fn start(dir: &Path, crds: Option<&Path>) -> u8 {
     }
 }
 
-fn spawn_and_wait(dir: &Path, crds: Option<&Path>) -> Result<u8> {
+fn spawn_and_wait(dir: &Path, crds: Option<&Path>, node: bool) -> Result<u8> {
     let logs = dir.join(folder::LOGS);
     std::fs::create_dir_all(&logs).map_err(io_error(&logs))?;
     let control = dir.join(folder::CONTROL);
@@ -56,6 +56,9 @@ fn spawn_and_wait(dir: &Path, crds: Option<&Path>) -> Result<u8> {
     command.arg("run").arg(dir).arg("--detached");
     if let Some(crds) = crds {
         command.arg("--crds").arg(crds);
+    }
+    if !node {
+        command.arg("--no-node");
     }
     let mut child = command
         .stdin(Stdio::null())

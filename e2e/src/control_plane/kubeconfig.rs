@@ -9,7 +9,7 @@ use kube::config::{
 };
 
 use super::folder::io_error;
-use super::pki::Pki;
+use super::pki::{Pair, Pki};
 use crate::{Error, Result};
 
 /// The name of the cluster, the user and the context.
@@ -17,6 +17,11 @@ pub const NAME: &str = "olm-rs-test";
 
 /// A kubeconfig that reaches `server` as the admin of `pki`, its one context current.
 pub fn admin(server: &str, pki: &Pki) -> Kubeconfig {
+    client(server, pki, &pki.admin)
+}
+
+/// A kubeconfig that reaches `server` with the client certificate `user` of `pki`.
+pub fn client(server: &str, pki: &Pki, user: &Pair) -> Kubeconfig {
     let b64 = |pem: &str| STANDARD.encode(pem);
     Kubeconfig {
         api_version: Some("v1".into()),
@@ -33,8 +38,8 @@ pub fn admin(server: &str, pki: &Pki) -> Kubeconfig {
         auth_infos: vec![NamedAuthInfo {
             name: NAME.into(),
             auth_info: Some(AuthInfo {
-                client_certificate_data: Some(b64(&pki.admin.cert)),
-                client_key_data: Some(b64(&pki.admin.key).into()),
+                client_certificate_data: Some(b64(&user.cert)),
+                client_key_data: Some(b64(&user.key).into()),
                 ..AuthInfo::default()
             }),
             ..NamedAuthInfo::default()
@@ -73,7 +78,7 @@ mod tests {
     #[tokio::test]
     async fn the_written_kubeconfig_loads_as_a_client_config_for_the_admin() {
         crate::install_crypto_provider();
-        let pki = Pki::generate().unwrap();
+        let pki = Pki::generate(&[], "n1").unwrap();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("kubeconfig");
         write(&admin("https://127.0.0.1:6443", &pki), &path).unwrap();

@@ -25,6 +25,7 @@ pub mod components;
 pub mod detached;
 pub mod folder;
 pub mod kubeconfig;
+pub mod node;
 pub mod pki;
 pub mod stop;
 pub mod supervisor;
@@ -46,6 +47,9 @@ pub enum Command {
         /// CRDs to apply (every `*.yaml` file) before the controller manager starts.
         #[arg(long)]
         crds: Option<PathBuf>,
+        /// Only the control plane: no node (so no Pod runs).
+        #[arg(long)]
+        no_node: bool,
         /// Stop when `stop` is written to DIR/control instead of reading stdin (how `start`
         /// runs it).
         #[arg(long, hide = true)]
@@ -58,6 +62,9 @@ pub enum Command {
         /// CRDs to apply (every `*.yaml` file) before the controller manager starts.
         #[arg(long)]
         crds: Option<PathBuf>,
+        /// Only the control plane: no node (so no Pod runs).
+        #[arg(long)]
+        no_node: bool,
     },
     /// Stops the control plane `start` started in DIR, and waits until it has stopped.
     Stop {
@@ -70,7 +77,7 @@ pub enum Command {
 pub fn main(command: Command) -> u8 {
     crate::install_crypto_provider();
     let (dir, crds) = match &command {
-        Command::Run { dir, crds, .. } | Command::Start { dir, crds } => (dir, crds.as_deref()),
+        Command::Run { dir, crds, .. } | Command::Start { dir, crds, .. } => (dir, crds.as_deref()),
         Command::Stop { dir } => (dir, None),
     };
     let crds = crds.map(|c| std::path::absolute(c).map_err(folder::io_error(c)));
@@ -82,7 +89,9 @@ pub fn main(command: Command) -> u8 {
         }
     };
     match command {
-        Command::Run { detached, .. } => {
+        Command::Run {
+            detached, no_node, ..
+        } => {
             let owner = if detached {
                 stop::Owner::ControlFile(dir.join(folder::CONTROL))
             } else {
@@ -93,14 +102,16 @@ pub fn main(command: Command) -> u8 {
                 .enable_all()
                 .build()
             {
-                Ok(runtime) => runtime.block_on(supervisor::run(&dir, crds.as_deref(), owner)),
+                Ok(runtime) => {
+                    runtime.block_on(supervisor::run(&dir, crds.as_deref(), !no_node, owner))
+                }
                 Err(e) => {
                     log(&format!("a runtime: {e}"));
                     1
                 }
             }
         }
-        Command::Start { .. } => detached::start(&dir, crds.as_deref()),
+        Command::Start { no_node, .. } => detached::start(&dir, crds.as_deref(), !no_node),
         Command::Stop { .. } => detached::stop(&dir),
     }
 }

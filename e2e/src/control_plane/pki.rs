@@ -1,6 +1,7 @@
 //! The control plane's throw-away PKI, made with rcgen: a CA, the API server's serving
-//! certificate, the admin's client certificate (group `system:masters`) and the key pair that
-//! signs service-account tokens. Every key is ECDSA P-256, which Go's TLS stack, the API
+//! certificate, the admin's client certificate (group `system:masters`), the node's clients
+//! (the kubelet as `system:node:<name>` in `system:nodes`, kube-proxy as `system:kube-proxy`,
+//! CoreDNS as [`COREDNS_USER`]) and the key pair that signs service-account tokens. Every key is ECDSA P-256, which Go's TLS stack, the API
 //! server's token signer (ES256) and rustls all take.
 
 use std::path::Path;
@@ -28,6 +29,9 @@ pub const API_SERVER_NAMES: &[&str] = &[
 /// The admin's user name; its group `system:masters` gives it every permission.
 pub const ADMIN_USER: &str = "olm-rs-admin";
 
+/// CoreDNS's user name (the supervisor grants it what CoreDNS reads).
+pub const COREDNS_USER: &str = "olm-rs:coredns";
+
 /// A certificate and its private key, in PEM.
 #[derive(Debug, Clone)]
 pub struct Pair {
@@ -46,12 +50,24 @@ pub struct Pki {
     pub api_server: Pair,
     /// The admin's client certificate.
     pub admin: Pair,
+    /// The kubelet's client certificate (`system:node:<node>`, group `system:nodes`).
+    pub kubelet: Pair,
+    /// kube-proxy's client certificate (`system:kube-proxy`, bound to `system:node-proxier`).
+    pub kube_proxy: Pair,
+    /// CoreDNS's client certificate ([`COREDNS_USER`]).
+    pub coredns: Pair,
     /// The service-account token signing key (`cert` holds its public key).
     pub service_accounts: Pair,
 }
 
 /// The file names [`Pki::write`] uses.
 pub mod files {
+    /// The kubelet's certificate and key.
+    pub const KUBELET: (&str, &str) = ("kubelet.crt", "kubelet.key");
+    /// kube-proxy's certificate and key.
+    pub const KUBE_PROXY: (&str, &str) = ("kube-proxy.crt", "kube-proxy.key");
+    /// CoreDNS's certificate and key.
+    pub const COREDNS: (&str, &str) = ("coredns.crt", "coredns.key");
     /// The CA certificate.
     pub const CA: &str = "ca.crt";
     /// The API server's certificate and key.
@@ -67,8 +83,10 @@ fn rcgen_error(what: &str) -> impl FnOnce(rcgen::Error) -> Error + '_ {
 }
 
 impl Pki {
-    /// A new PKI; nothing is written.
-    pub fn generate() -> Result<Pki> {
+    /// A new PKI whose API server certificate is valid for [`API_SERVER_NAMES`] and
+    /// `extra_names` (the node's view of it), and whose kubelet is node `node`; nothing is
+    /// written.
+    pub fn generate(extra_names: &[String], node: &str) -> Result<Pki> {
         let ca_key = KeyPair::generate().map_err(rcgen_error("CA key"))?;
         let mut ca = CertificateParams::new(Vec::new()).map_err(rcgen_error("CA"))?;
         ca.distinguished_name
@@ -82,7 +100,8 @@ impl Pki {
         let ca_cert = ca.self_signed(&ca_key).map_err(rcgen_error("CA"))?;
         let issuer = Issuer::new(ca, ca_key);
 
-        let names: Vec<String> = API_SERVER_NAMES.iter().map(|n| (*n).to_owned()).collect();
+        let mut names: Vec<String> = API_SERVER_NAMES.iter().map(|n| (*n).to_owned()).collect();
+        names.extend(extra_names.iter().cloned());
         let api_server = leaf(
             &issuer,
             names,
@@ -98,11 +117,30 @@ impl Pki {
             ],
             ExtendedKeyUsagePurpose::ClientAuth,
         )?;
+        let client = |user: &str, group: Option<&str>| {
+            let mut subject = Vec::new();
+            if let Some(group) = group {
+                subject.push((DnType::OrganizationName, group));
+            }
+            subject.push((DnType::CommonName, user));
+            leaf(
+                &issuer,
+                Vec::new(),
+                &subject,
+                ExtendedKeyUsagePurpose::ClientAuth,
+            )
+        };
+        let kubelet = client(&format!("system:node:{node}"), Some("system:nodes"))?;
+        let kube_proxy = client("system:kube-proxy", None)?;
+        let coredns = client(COREDNS_USER, None)?;
         let sa = KeyPair::generate().map_err(rcgen_error("service-account key"))?;
         Ok(Pki {
             ca: ca_cert.pem(),
             api_server,
             admin,
+            kubelet,
+            kube_proxy,
+            coredns,
             service_accounts: Pair {
                 cert: sa.public_key_pem(),
                 key: sa.serialize_pem(),
@@ -116,6 +154,9 @@ impl Pki {
         let pairs = [
             (files::API_SERVER, &self.api_server),
             (files::ADMIN, &self.admin),
+            (files::KUBELET, &self.kubelet),
+            (files::KUBE_PROXY, &self.kube_proxy),
+            (files::COREDNS, &self.coredns),
             (files::SERVICE_ACCOUNTS, &self.service_accounts),
         ];
         let mut all = vec![(files::CA, self.ca.as_str())];
@@ -187,7 +228,7 @@ mod tests {
 
     #[test]
     fn the_api_server_certificate_is_trusted_for_its_names_and_only_those() {
-        let pki = Pki::generate().unwrap();
+        let pki = Pki::generate(&["172.30.9.1".into()], "n1").unwrap();
         let verifier = WebPkiServerVerifier::builder_with_provider(roots(&pki), ring())
             .build()
             .unwrap();
@@ -200,7 +241,7 @@ mod tests {
                 UnixTime::now(),
             )
         };
-        for name in API_SERVER_NAMES {
+        for name in API_SERVER_NAMES.iter().chain(&["172.30.9.1"]) {
             check(name).unwrap_or_else(|e| panic!("{name}: {e}"));
         }
         assert!(check("example.com").is_err());
@@ -217,7 +258,7 @@ mod tests {
 
     #[test]
     fn the_admin_certificate_is_a_client_certificate_of_the_ca() {
-        let pki = Pki::generate().unwrap();
+        let pki = Pki::generate(&["172.30.9.1".into()], "n1").unwrap();
         let verifier = WebPkiClientVerifier::builder_with_provider(roots(&pki), ring())
             .build()
             .unwrap();
@@ -225,7 +266,7 @@ mod tests {
             .verify_client_cert(&der(&pki.admin.cert), &[], UnixTime::now())
             .unwrap();
         // Another CA's client is refused: the check can fail.
-        let other = Pki::generate().unwrap();
+        let other = Pki::generate(&["172.30.9.1".into()], "n1").unwrap();
         assert!(
             verifier
                 .verify_client_cert(&der(&other.admin.cert), &[], UnixTime::now())
@@ -235,12 +276,18 @@ mod tests {
 
     #[test]
     fn every_file_is_written_in_pem_under_its_name() {
-        let pki = Pki::generate().unwrap();
+        let pki = Pki::generate(&["172.30.9.1".into()], "n1").unwrap();
         let dir = tempfile::tempdir().unwrap();
         pki.write(dir.path()).unwrap();
         let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap();
         assert!(read(files::CA).starts_with("-----BEGIN CERTIFICATE-----"));
-        for (cert, key) in [files::API_SERVER, files::ADMIN] {
+        for (cert, key) in [
+            files::API_SERVER,
+            files::ADMIN,
+            files::KUBELET,
+            files::KUBE_PROXY,
+            files::COREDNS,
+        ] {
             assert!(read(cert).starts_with("-----BEGIN CERTIFICATE-----"));
             assert!(read(key).starts_with("-----BEGIN PRIVATE KEY-----"));
         }

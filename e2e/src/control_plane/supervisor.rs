@@ -27,7 +27,7 @@ const TAIL_LINES: usize = 30;
 
 /// Runs the control plane in `dir` until asked to stop; the process's exit code (0 when it
 /// was up and stopped as asked).
-pub async fn run(dir: &Path, crds: Option<&Path>, owner: Owner) -> u8 {
+pub async fn run(dir: &Path, crds: Option<&Path>, node: bool, owner: Owner) -> u8 {
     let lock = match folder::Lock::take(dir) {
         Ok(Some(lock)) => lock,
         Ok(None) => {
@@ -55,7 +55,7 @@ pub async fn run(dir: &Path, crds: Option<&Path>, owner: Owner) -> u8 {
     // Clean-up is armed (signals are requests, see `stop`; the guard runs even on a panic)
     // before anything starts.
     match Requests::listen(owner) {
-        Ok(mut requests) => supervise(dir, crds, &clean_up.children, &mut requests).await,
+        Ok(mut requests) => supervise(dir, crds, node, &clean_up.children, &mut requests).await,
         Err(e) => {
             log(&e.to_string());
             1
@@ -73,7 +73,13 @@ struct CleanUp<'a> {
 
 impl Drop for CleanUp<'_> {
     fn drop(&mut self) {
+        // The node first: its init takes every process of the node with it, and the other
+        // components then stop without a kubelet restarting anything.
+        super::node::stop(&self.children);
         self.children.stop_all();
+        if let Err(e) = super::node::clean_up(self.dir) {
+            log(&format!("cleaning up the node: {e}"));
+        }
         if let Err(e) = folder::remove_all_but(self.dir, &[folder::LOGS, folder::LOCK]) {
             log(&format!("cleaning up: {e}"));
         }
@@ -94,6 +100,7 @@ impl Drop for CleanUp<'_> {
 async fn supervise(
     dir: &Path,
     crds: Option<&Path>,
+    node: bool,
     children: &Children,
     requests: &mut Requests,
 ) -> u8 {
@@ -109,7 +116,7 @@ async fn supervise(
     }
     let step = Step::default();
     let started = tokio::select! {
-        started = start(dir, crds, children, &step) => started,
+        started = start(dir, crds, node, children, &step) => started,
         (name, status) = children.first_exit() => Err(Error::Cluster(format!(
             "{name} exited ({status}) while waiting for {}; last lines of {}:\n{}",
             step.current(),
@@ -139,10 +146,11 @@ async fn supervise(
 
 /// What the start waits for, for messages.
 #[derive(Debug, Default)]
-struct Step(Mutex<String>);
+pub struct Step(Mutex<String>);
 
 impl Step {
-    fn set(&self, what: &str) {
+    /// Says what the start waits for now.
+    pub fn set(&self, what: &str) {
         *self
             .0
             .lock()
@@ -163,7 +171,7 @@ impl Step {
 }
 
 /// Waits until `check` says yes, looking every [`POLL`] for at most `seconds`.
-async fn wait_until<F, Fut>(step: &Step, what: &str, seconds: u64, check: F) -> Result<()>
+pub async fn wait_until<F, Fut>(step: &Step, what: &str, seconds: u64, check: F) -> Result<()>
 where
     F: Fn() -> Fut,
     Fut: Future<Output = bool>,
@@ -181,11 +189,33 @@ where
     Ok(())
 }
 
-/// Starts every component in order and writes `env`.
-async fn start(dir: &Path, crds: Option<&Path>, children: &Children, step: &Step) -> Result<()> {
+/// Starts every component in order (with `node`, the node's namespaces first and its
+/// components last) and writes `env`.
+async fn start(
+    dir: &Path,
+    crds: Option<&Path>,
+    node: bool,
+    children: &Children,
+    step: &Step,
+) -> Result<()> {
     let bins = binaries().await?;
     let started = Instant::now();
-    let pki = Pki::generate()?;
+    let node = match node {
+        true => Some(super::node::prepare(dir, &bins, children, step).await?),
+        false => None,
+    };
+    let (names, net) = match &node {
+        Some(n) => (
+            n.api_server_names(),
+            components::ApiNetwork {
+                address: n.addresses.host().to_string(),
+                services: n.addresses.service_cidr(),
+                node: true,
+            },
+        ),
+        None => (Vec::new(), components::ApiNetwork::loopback()),
+    };
+    let pki = Pki::generate(&names, super::node::config::NODE_NAME)?;
     pki.write(&dir.join("pki"))?;
     let ports = Ports::free()?;
     let policy = dir.join("audit-policy.yaml");
@@ -214,9 +244,10 @@ async fn start(dir: &Path, crds: Option<&Path>, children: &Children, step: &Step
         &bins,
         &ports,
         dir,
+        &net,
         &components::extra_apiserver_args(),
     ))?;
-    let server = format!("https://127.0.0.1:{}", ports.api);
+    let server = format!("https://{}:{}", net.address, ports.api);
     let kubeconfig_path = dir.join(folder::KUBECONFIG);
     kubeconfig::write(&kubeconfig::admin(&server, &pki), &kubeconfig_path)?;
     let client = crate::cluster::client_for(&kubeconfig_path).await?;
@@ -248,12 +279,31 @@ async fn start(dir: &Path, crds: Option<&Path>, children: &Children, step: &Step
     })
     .await?;
 
+    let node = match &node {
+        Some(n) => Some(
+            n.start(
+                &bins,
+                &pki,
+                &dir.join("pki"),
+                &server,
+                &client,
+                children,
+                step,
+            )
+            .await?,
+        ),
+        None => None,
+    };
+
     let version = client
         .apiserver_version()
         .await
         .map_err(crate::kube_err("reading /version"))?
         .git_version;
-    let env = env_file(&kubeconfig_path, &server, &version, dir, &bins);
+    let mut env = env_file(&kubeconfig_path, &server, &version, dir, &bins);
+    if let Some(node) = &node {
+        env.push_str(&node_env(node));
+    }
     let env_path = dir.join(folder::ENV);
     std::fs::write(&env_path, env).map_err(io_error(&env_path))?;
     log(&format!(
@@ -332,6 +382,21 @@ pub fn env_file(
         kubeconfig.display(),
         dir.display(),
         bins.helm.join("helm").display()
+    )
+}
+
+/// Environment variable naming the node's registry (`host:port`), when a node runs.
+pub const NODE_REGISTRY_ENV: &str = "OLM_E2E_NODE_REGISTRY";
+
+/// Environment variable naming the folder of the node's registry.
+pub const NODE_REGISTRY_DIR_ENV: &str = "OLM_E2E_NODE_REGISTRY_DIR";
+
+/// The lines of `DIR/env` about the node.
+fn node_env(node: &super::node::Started) -> String {
+    format!(
+        "{NODE_REGISTRY_ENV}={}\n{NODE_REGISTRY_DIR_ENV}={}\n",
+        node.registry,
+        node.registry_dir.display()
     )
 }
 
