@@ -22,6 +22,7 @@ pub mod demo;
 pub mod helm;
 pub mod kubelet;
 pub mod manager;
+pub mod node;
 pub mod operators;
 pub mod prometheus;
 pub mod samples;

@@ -1,5 +1,7 @@
 //! The harness itself is leak-free: a test run killed outright at any point, or a control plane
-//! that fails half way through its start, leaves no process and nothing but logs behind.
+//! that fails half way through its start, leaves no process and nothing but logs behind: no
+//! mount, no network link, route, iptables rule or cgroup of its node, and this machine's kernel
+//! settings as they were.
 //!
 //! Each case runs a child copy of this test binary (the ignored `child` test below) that uses
 //! the harness as a real test would, in a folder of its own, and kills it or lets it fail.
@@ -105,6 +107,77 @@ fn leftovers(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// What a node could change on this machine: its links, routes, iptables rules, the kernel
+/// settings the kubelet and kube-proxy want, the mounts and the cgroups of nodes.
+fn host_state() -> Vec<String> {
+    let run = |program: &str, args: &[&str]| {
+        Command::new(program)
+            .args(args)
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_else(|e| format!("{program}: {e}"))
+    };
+    let mut state = vec![
+        format!("links: {}", run("ip", &["-br", "link"])),
+        format!("routes: {}", run("ip", &["route"])),
+        format!("iptables: {}", run("iptables-save", &[])),
+    ];
+    for key in [
+        "net/ipv4/ip_forward",
+        "net/ipv4/conf/all/route_localnet",
+        "vm/overcommit_memory",
+        "kernel/panic",
+        "kernel/panic_on_oops",
+    ] {
+        let value = std::fs::read_to_string(Path::new("/proc/sys").join(key)).unwrap_or_default();
+        state.push(format!("{key} = {}", value.trim()));
+    }
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    state.push(format!("mounts: {}", mounts.lines().count()));
+    for hierarchy in std::fs::read_dir("/sys/fs/cgroup").unwrap().flatten() {
+        let nodes: Vec<String> = std::fs::read_dir(hierarchy.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("olm-node-"))
+            .collect();
+        state.push(format!("cgroups {:?}: {nodes:?}", hierarchy.file_name()));
+    }
+    state
+}
+
+/// The node `dir`'s cluster ran, as its supervisor's log names it ("… on olm-node-3 …").
+fn node_link(dir: &Path) -> Option<String> {
+    let log = std::fs::read_to_string(dir.join("logs/supervisor.log")).ok()?;
+    let at = log.find(" on olm-node-")? + " on ".len();
+    let link: String = log[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect();
+    Some(link)
+}
+
+/// Waits (up to 60 s) until no process runs in `dir`, only its logs are left, and this machine
+/// is as `before` (see [`host_state`]) said.
+fn assert_nothing_left_since(dir: &Path, before: &[String]) {
+    assert_nothing_left(dir);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let now = host_state();
+        if now == before {
+            break;
+        }
+        let changed: Vec<_> = now.iter().filter(|l| !before.contains(l)).collect();
+        assert!(
+            Instant::now() < deadline,
+            "30 s after the run ended this machine still differs: {changed:#?}\nbefore: {before:#?}"
+        );
+        // Polling the kernel's view while it releases a dead node, bounded by the deadline.
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 /// Waits (up to 60 s) until no process runs in `dir` and only its logs are left.
 fn assert_nothing_left(dir: &Path) {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -126,6 +199,30 @@ fn assert_nothing_left(dir: &Path) {
         dir.join("logs/kube-apiserver.log").exists() || dir.join("logs/etcd.log").exists(),
         "the logs were not kept"
     );
+    if let Some(link) = node_link(dir) {
+        let cgroups: Vec<_> = std::fs::read_dir("/sys/fs/cgroup")
+            .unwrap()
+            .flatten()
+            .map(|h| h.path().join(&link))
+            .filter(|p| p.exists())
+            .collect();
+        assert!(
+            cgroups.is_empty(),
+            "the node's cgroups are left: {cgroups:?}"
+        );
+        assert!(
+            !Path::new("/sys/class/net").join(&link).exists(),
+            "the node's link {link} is left"
+        );
+    }
+    let needle = dir.display().to_string();
+    let mounts: Vec<String> = std::fs::read_to_string("/proc/self/mounts")
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains(&needle))
+        .map(str::to_owned)
+        .collect();
+    assert!(mounts.is_empty(), "mounts are left: {mounts:#?}");
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -143,6 +240,7 @@ fn wait_until(what: &str, seconds: u64, cond: impl Fn() -> bool) {
 fn a_test_run_killed_while_the_control_plane_starts_leaves_nothing() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = run_dir("mid-start");
+    let before = host_state();
     let mut child = spawn_child("start", &dir, &[]);
     // etcd runs and the API server is starting: kill the test run outright.
     wait_until("etcd started", 120, || dir.join("logs/etcd.log").exists());
@@ -152,13 +250,14 @@ fn a_test_run_killed_while_the_control_plane_starts_leaves_nothing() {
     );
     child.kill().unwrap();
     child.wait().unwrap();
-    assert_nothing_left(&dir);
+    assert_nothing_left_since(&dir, &before);
 }
 
 #[test]
 fn a_test_run_killed_with_the_control_plane_and_catalogd_up_leaves_nothing() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = run_dir("up");
+    let before = host_state();
     let mut child = spawn_child("up", &dir, &[]);
     let stdout = BufReader::new(child.stdout.take().unwrap());
     let first = stdout
@@ -176,15 +275,37 @@ fn a_test_run_killed_with_the_control_plane_and_catalogd_up_leaves_nothing() {
         "{running:#?}"
     );
     assert!(dir.join("catalogd/storage").exists() || dir.join("catalogd").exists());
+    // The node ran, with its own processes, a link and cgroups on this machine: the test
+    // below could fail.
+    assert!(
+        running.iter().any(|p| p.contains("kubelet"))
+            && running.iter().any(|p| p.contains("containerd")),
+        "{running:#?}"
+    );
+    let link = node_link(&dir).expect("the supervisor named no node");
+    assert!(
+        Path::new("/sys/class/net").join(&link).exists(),
+        "no {link}"
+    );
+    assert!(
+        Path::new("/sys/fs/cgroup/memory").join(&link).exists()
+            || Path::new("/sys/fs/cgroup").join(&link).exists()
+    );
+    assert_ne!(
+        host_state(),
+        before,
+        "the node changed nothing this test sees"
+    );
     child.kill().unwrap();
     child.wait().unwrap();
-    assert_nothing_left(&dir);
+    assert_nothing_left_since(&dir, &before);
 }
 
 #[test]
 fn a_control_plane_that_fails_half_way_leaves_nothing_and_says_why() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = run_dir("fails");
+    let before = host_state();
     // etcd starts; the API server refuses an unknown flag.
     let mut child = spawn_child(
         "start",
@@ -207,7 +328,7 @@ fn a_control_plane_that_fails_half_way_leaves_nothing_and_says_why() {
     );
     // The child is still alive (it waits to be killed): the supervisor cleaned up by itself,
     // and the harness reported the failure with the API server's own words.
-    assert_nothing_left(&dir);
+    assert_nothing_left_since(&dir, &before);
     child.kill().unwrap();
     child.wait().unwrap();
 }
@@ -225,6 +346,7 @@ fn olm_cluster(args: &[&str]) -> std::process::Output {
 fn a_started_control_plane_outlives_its_shell_until_stopped() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = run_dir("detached");
+    let before = host_state();
     let path = dir.display().to_string();
     let crds = olm_e2e::repo_root().join("config/crd");
     let started = olm_cluster(&["start", &path, "--crds", &crds.display().to_string()]);
@@ -261,19 +383,22 @@ fn a_started_control_plane_outlives_its_shell_until_stopped() {
     // `stop` returns once the supervisor has cleaned up (the supervisor's own process may
     // still be exiting).
     assert_eq!(leftovers(&dir), Vec::<String>::new());
-    assert_nothing_left(&dir);
+    assert_nothing_left_since(&dir, &before);
 }
 
 #[test]
 fn a_supervisor_signalled_over_and_over_while_it_stops_still_cleans_up() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = run_dir("signalled");
+    let before = host_state();
+    std::fs::create_dir_all(dir.join("logs")).unwrap();
+    let log = std::fs::File::create(dir.join("logs/supervisor.log")).unwrap();
     let mut supervisor = Command::new(olm_e2e::binary("olm-cluster").unwrap())
         .arg("run")
         .arg(&dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(log)
         .spawn()
         .unwrap();
     let stdout = BufReader::new(supervisor.stdout.take().unwrap());
@@ -289,5 +414,5 @@ fn a_supervisor_signalled_over_and_over_while_it_stops_still_cleans_up() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert!(sent > 1, "the supervisor exited before a second signal");
-    assert_nothing_left(&dir);
+    assert_nothing_left_since(&dir, &before);
 }

@@ -27,6 +27,7 @@ pub mod folder;
 pub mod kubeconfig;
 pub mod node;
 pub mod pki;
+pub mod step;
 pub mod stop;
 pub mod supervisor;
 

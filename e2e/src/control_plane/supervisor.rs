@@ -2,10 +2,8 @@
 //! `ready`, waits until asked to stop, then stops them and removes everything it wrote but
 //! the logs. A start that fails half way, or is asked to stop, ends the same way.
 
-use std::future::Future;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ServiceAccount;
@@ -15,12 +13,10 @@ use kube::Api;
 use super::children::Children;
 use super::components::{self, Binaries, Ports};
 use super::folder::{self, io_error};
+use super::step::{Step, wait_until};
 use super::stop::{Owner, Requests};
 use super::{kubeconfig, log, pki::Pki};
 use crate::{Error, Result};
-
-/// How often a wait looks again.
-const POLL: Duration = Duration::from_millis(200);
 
 /// How lines of a component's log a failure shows.
 const TAIL_LINES: usize = 30;
@@ -142,51 +138,6 @@ async fn supervise(
     let why = requests.requested().await;
     log(&format!("stopping: {why}"));
     0
-}
-
-/// What the start waits for, for messages.
-#[derive(Debug, Default)]
-pub struct Step(Mutex<String>);
-
-impl Step {
-    /// Says what the start waits for now.
-    pub fn set(&self, what: &str) {
-        *self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = what.to_owned();
-    }
-
-    fn current(&self) -> String {
-        let what = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if what.is_empty() {
-            "the binaries".to_owned()
-        } else {
-            what.clone()
-        }
-    }
-}
-
-/// Waits until `check` says yes, looking every [`POLL`] for at most `seconds`.
-pub async fn wait_until<F, Fut>(step: &Step, what: &str, seconds: u64, check: F) -> Result<()>
-where
-    F: Fn() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    step.set(what);
-    let deadline = Instant::now() + Duration::from_secs(seconds);
-    while !check().await {
-        if Instant::now() >= deadline {
-            return Err(Error::Cluster(format!(
-                "{what} was not ready within {seconds} s"
-            )));
-        }
-        tokio::time::sleep(POLL).await;
-    }
-    Ok(())
 }
 
 /// Starts every component in order (with `node`, the node's namespaces first and its

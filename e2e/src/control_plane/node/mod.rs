@@ -36,7 +36,7 @@ use super::children::Children;
 use super::components::{Binaries, Component};
 use super::folder::io_error;
 use super::pki::{self, Pki};
-use super::supervisor::{Step, wait_until};
+use super::step::{Step, wait_until};
 use super::{kubeconfig, log};
 use crate::{Error, Result};
 
@@ -175,6 +175,9 @@ pub async fn prepare(
             "private",
             "--mount-proc",
             &pause,
+            // pause ignores its arguments: this one names the cluster's folder in the
+            // holder's command line, where a search for the cluster's processes looks.
+            &layout.dir.display().to_string(),
         ]),
     })?;
     let holder = children
