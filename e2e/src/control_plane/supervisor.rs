@@ -232,16 +232,8 @@ async fn start(
 
     let node = match &node {
         Some(n) => Some(
-            n.start(
-                &bins,
-                &pki,
-                &dir.join("pki"),
-                &server,
-                &client,
-                children,
-                step,
-            )
-            .await?,
+            n.start(&bins, &pki, &server, &client, children, step)
+                .await?,
         ),
         None => None,
     };

@@ -290,13 +290,12 @@ impl Node {
     }
 
     /// Starts the registry, containerd, the kubelet, kube-proxy and CoreDNS, once the control
-    /// plane runs at `server`, and waits until the node is Ready, Services route and names
+    /// plane runs at `server` with `pki` (written to `DIR/pki`), and waits until the node is Ready, Services route and names
     /// resolve.
     pub async fn start(
         &self,
         bins: &Binaries,
         pki: &Pki,
-        pki_dir: &Path,
         server: &str,
         client: &kube::Client,
         children: &Children,
@@ -376,6 +375,13 @@ impl Node {
         };
         let kubelet_kubeconfig = kubeconfig_of("kubelet", &pki.kubelet)?;
         let kubelet_yaml = self.layout.path("kubelet.yaml");
+        // The PKI is written beside the node's folder (`DIR/pki`).
+        let pki_dir = self
+            .layout
+            .dir
+            .parent()
+            .unwrap_or(&self.layout.dir)
+            .join("pki");
         let ca = pki_dir.join(pki::files::CA);
         write(&kubelet_yaml, &config::kubelet(&self.layout, a, &ca))?;
         children.start(component(
