@@ -7,6 +7,7 @@
 //! the harness as a real test would, in a folder of its own, and kills it or lets it fail.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
+use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -107,9 +108,12 @@ fn leftovers(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-/// What a node could change on this machine: its links, routes, iptables rules, the kernel
-/// settings the kubelet and kube-proxy want, the mounts and the cgroups of nodes.
-fn host_state() -> Vec<String> {
+/// What a node could change on this machine, item by item: its links, routes, iptables rules,
+/// the kernel settings the kubelet and kube-proxy want, the mounts and the cgroups of nodes.
+/// A run leaks when an item appears that was not there before it; an item that goes away
+/// belongs to another run ending meanwhile (the previous test binary's cluster may still be
+/// stopping when this one starts).
+fn host_state() -> BTreeSet<String> {
     let run = |program: &str, args: &[&str]| {
         Command::new(program)
             .args(args)
@@ -117,11 +121,26 @@ fn host_state() -> Vec<String> {
             .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
             .unwrap_or_else(|e| format!("{program}: {e}"))
     };
-    let mut state = vec![
-        format!("links: {}", run("ip", &["-br", "link"])),
-        format!("routes: {}", run("ip", &["route"])),
-        format!("iptables: {}", run("iptables-save", &[])),
-    ];
+    let mut state = BTreeSet::new();
+    for (what, text) in [
+        ("link", run("ip", &["-br", "link"])),
+        ("route", run("ip", &["route"])),
+        (
+            "mount",
+            std::fs::read_to_string("/proc/self/mounts").unwrap_or_default(),
+        ),
+    ] {
+        state.extend(text.lines().map(|l| format!("{what} {}", l.trim())));
+    }
+    // Rules and chains, without the packet counters of the chains' policies.
+    for line in run("iptables-save", &[]).lines() {
+        if !line.starts_with('#') {
+            state.insert(format!(
+                "iptables {}",
+                line.split(" [").next().unwrap_or(line)
+            ));
+        }
+    }
     for key in [
         "net/ipv4/ip_forward",
         "net/ipv4/conf/all/route_localnet",
@@ -130,21 +149,26 @@ fn host_state() -> Vec<String> {
         "kernel/panic_on_oops",
     ] {
         let value = std::fs::read_to_string(Path::new("/proc/sys").join(key)).unwrap_or_default();
-        state.push(format!("{key} = {}", value.trim()));
+        state.insert(format!("sysctl {key} = {}", value.trim()));
     }
-    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
-    state.push(format!("mounts: {}", mounts.lines().count()));
     for hierarchy in std::fs::read_dir("/sys/fs/cgroup").unwrap().flatten() {
-        let nodes: Vec<String> = std::fs::read_dir(hierarchy.path())
+        for entry in std::fs::read_dir(hierarchy.path())
             .into_iter()
             .flatten()
             .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.starts_with("olm-node-"))
-            .collect();
-        state.push(format!("cgroups {:?}: {nodes:?}", hierarchy.file_name()));
+        {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with("olm-node-") {
+                state.insert(format!("cgroup {}", entry.path().display()));
+            }
+        }
     }
     state
+}
+
+/// What `now` has that `before` had not.
+fn appeared(before: &BTreeSet<String>, now: &BTreeSet<String>) -> Vec<String> {
+    now.difference(before).cloned().collect()
 }
 
 /// The node `dir`'s cluster ran, as its supervisor's log names it ("… on olm-node-3 …").
@@ -160,18 +184,17 @@ fn node_link(dir: &Path) -> Option<String> {
 
 /// Waits (up to 60 s) until no process runs in `dir`, only its logs are left, and this machine
 /// is as `before` (see [`host_state`]) said.
-fn assert_nothing_left_since(dir: &Path, before: &[String]) {
+fn assert_nothing_left_since(dir: &Path, before: &BTreeSet<String>) {
     assert_nothing_left(dir);
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let now = host_state();
-        if now == before {
+        let changed = appeared(before, &host_state());
+        if changed.is_empty() {
             break;
         }
-        let changed: Vec<_> = now.iter().filter(|l| !before.contains(l)).collect();
         assert!(
             Instant::now() < deadline,
-            "30 s after the run ended this machine still differs: {changed:#?}\nbefore: {before:#?}"
+            "30 s after the run ended this machine still has what it had not before: {changed:#?}"
         );
         // Polling the kernel's view while it releases a dead node, bounded by the deadline.
         std::thread::sleep(Duration::from_millis(200));
