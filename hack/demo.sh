@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The main job: start a real local control plane, install olm-rs with helm (charts/olm), run
-# each manager as its chart ServiceAccount with its Deployment's arguments (no kubelet runs
-# here), and walk through upstream's demo "sourcing catalog content from a ConfigMap" step by
-# step: ConfigMap, Catalog served, metadata queried, Operator resolved to a BundleDeployment,
-# metrics, deletion, uninstall. Stops the control plane at the end, unless OLM_DEMO_KEEP=1 (then
+# The main job: start a real local cluster (control plane and one node), push the managers'
+# images (assembled from this build) to the node's registry, install olm-rs with helm
+# (charts/olm) so that every manager runs as a Pod, and walk through the story step by step:
+# an operator's catalog image served, its metadata queried, an Operator resolved to a
+# BundleDeployment and installed, upgraded with its catalog, metrics, deletion, uninstall. Stops the control plane at the end, unless OLM_DEMO_KEEP=1 (then
 # it prints the KUBECONFIG to use and leaves it running).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -32,14 +32,14 @@ else
   trap 'exec {cluster_in}>&-; wait "$cluster_pid" 2>/dev/null || true' EXIT
 fi
 source "$dir/env"
-export KUBECONFIG OLM_E2E_KUBECONFIG=$KUBECONFIG
+export KUBECONFIG OLM_E2E_KUBECONFIG=$KUBECONFIG OLM_E2E_NODE_REGISTRY OLM_E2E_NODE_REGISTRY_DIR
 echo "The \$ kubectl lines below are the commands to type by hand; kubectl v${K8S_BIN##*-v} was built with the"
 echo "control plane: $K8S_BIN/kubectl"
 echo
 HELM_BIN=$HELM_BIN target/debug/olm-demo config/samples
 echo
 if [ "${OLM_DEMO_KEEP:-0}" = 1 ]; then
-  echo "The control plane keeps running (the managers stopped with the demo): export KUBECONFIG=$KUBECONFIG"
+  echo "The cluster keeps running (olm-rs was uninstalled at the end of the demo): export KUBECONFIG=$KUBECONFIG"
   echo "kubectl for it: export PATH=$K8S_BIN:\$PATH"
   echo "Stop it with: $cluster stop $dir"
 fi

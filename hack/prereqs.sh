@@ -28,6 +28,8 @@ ensure_debian_packages() {
   command -v iptables >/dev/null 2>&1 || missing+=(iptables)
   command -v ip >/dev/null 2>&1 || missing+=(iproute2)
   command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+  # The shell of the generator images the node's tests run (a static busybox).
+  [ -x /usr/bin/busybox ] || missing+=(busybox-static)
   [ -e /usr/lib/x86_64-linux-gnu/libc.a ] || [ -e /usr/lib/aarch64-linux-gnu/libc.a ] || missing+=(libc6-dev)
   if [ ${#missing[@]} -gt 0 ]; then
     prereq_log "installing Debian packages: ${missing[*]}"

@@ -17,6 +17,14 @@ use crate::{Error, Result, kube_err};
 /// How long a Catalog may take to reach a state.
 pub const DEADLINE: Duration = Duration::from_secs(60);
 
+/// The example catalog (one bundle, 0.1.0) as one line of JSON blobs, as a generator would
+/// print it.
+pub const EXAMPLE_CATALOG_JSON: &str = concat!(
+    r#"{"schema":"olm.package","name":"example-operator","defaultChannel":"stable"}"#,
+    r#"{"schema":"olm.channel","name":"stable","package":"example-operator","entries":[{"name":"example-operator.v0.1.0"}]}"#,
+    r#"{"schema":"olm.bundle","name":"example-operator.v0.1.0","package":"example-operator","image":"quay.io/olmtest/example-operator-bundle:v0.1.0","properties":[{"type":"olm.package","value":{"packageName":"example-operator","version":"0.1.0"}}]}"#
+);
+
 /// The `example-operator` catalog of upstream catalogd's ConfigMap demo, at `version`.
 pub fn example_catalog(version: &str) -> String {
     format!(

@@ -22,13 +22,20 @@ pub const MANAGERS: &[&str] = &[
     "provisioner",
 ];
 
-/// The node's registry of this process's cluster.
+/// The node's registry of this process's cluster: the one `OLM_E2E_NODE_REGISTRY` names (a
+/// reused cluster's, as the demo exports it from the cluster's `env`), else the one in the
+/// `env` of the cluster this process started.
 pub fn registry() -> Result<Registry> {
+    if let Ok(host) = std::env::var(NODE_REGISTRY_ENV) {
+        let dir = std::env::var_os(NODE_REGISTRY_DIR_ENV).map(PathBuf::from);
+        return Ok(Registry::running(&host, &dir.unwrap_or_default()));
+    }
     let cluster = crate::cluster::cluster()?;
-    let dir = cluster
-        .dir
-        .as_ref()
-        .ok_or_else(|| Error::Cluster("a reused cluster: its node registry is unknown".into()))?;
+    let dir = cluster.dir.as_ref().ok_or_else(|| {
+        Error::Cluster(format!(
+            "a reused cluster and no {NODE_REGISTRY_ENV}: its node registry is unknown"
+        ))
+    })?;
     let text = std::fs::read_to_string(dir.join("env")).map_err(|source| Error::Io {
         path: dir.join("env").display().to_string(),
         source,
@@ -135,4 +142,36 @@ pub async fn pods_report(client: &kube::Client, namespace: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Where Debian's busybox-static puts its static busybox (hack/prereqs.sh installs it).
+pub const BUSYBOX: &str = "/usr/bin/busybox";
+
+/// Pushes a busybox image (Debian's static busybox at `/bin/busybox`, `/bin/sh` and the other
+/// applets a generator script uses linked to it) as `<registry>/library/busybox:<tag>`; its
+/// reference.
+pub async fn push_busybox(registry: &Registry, tag: &str) -> Result<String> {
+    use crate::images::{Entry, tar_layer};
+    let path = std::path::Path::new(BUSYBOX);
+    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+        path: BUSYBOX.into(),
+        source,
+    })?;
+    let mut entries = vec![
+        Entry::Dir("bin".into()),
+        Entry::Executable("bin/busybox".into(), bytes),
+    ];
+    for applet in ["sh", "cat", "echo", "printf", "sleep", "ls"] {
+        entries.push(Entry::Symlink(format!("bin/{applet}"), "busybox".into()));
+    }
+    let repository = "library/busybox";
+    crate::images::push_configured(
+        registry,
+        repository,
+        tag,
+        &[tar_layer(&entries)],
+        serde_json::json!({"Entrypoint": ["/bin/sh"], "Env": ["PATH=/bin"]}),
+    )
+    .await?;
+    Ok(format!("{}/{repository}:{tag}", registry.host))
 }

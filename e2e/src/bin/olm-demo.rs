@@ -1,7 +1,7 @@
-//! The demo, against the cluster named by `KUBECONFIG` (a fresh local control plane, started by
-//! hack/demo.sh): installs olm-rs with the real helm, runs each manager as its chart
-//! ServiceAccount (no kubelet runs here, so the Deployments' containers run as local
-//! processes, with the Deployments' own arguments), then tells the whole story step by step,
+//! The demo, against the cluster named by `KUBECONFIG` (a fresh local cluster with one node,
+//! started by hack/demo.sh): pushes the managers' images, assembled from this build, to the
+//! node's registry, installs olm-rs with the real helm, waits until every manager Pod is Ready,
+//! then tells the whole story step by step,
 //! as a tutorial (a step title, the command a user would type, and what it printed): an
 //! operator's bundles and catalog pushed to a registry, a Catalog of that image, an Operator
 //! resolved to a BundleDeployment and installed by the provisioner, the Catalog moved to a new
@@ -13,15 +13,16 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use olm_api::bundle_deployment::BundleDeployment;
 use olm_api::catalog::Catalog;
 use olm_api::operator::Operator;
-use olm_e2e::chart::{self, ChartManager};
+use olm_e2e::chart;
 use olm_e2e::demo::{apply_docs, command, get, push_example, sample, step, token};
-use olm_e2e::{cluster, samples, wait};
-use olm_testkit::registry::Registry;
+use olm_e2e::manager::OLM_NAMESPACE;
+use olm_e2e::{cluster, node, samples, wait};
 
 const WAIT: Duration = Duration::from_secs(120);
 const CATALOGS: (&str, &str, &str) = ("catalogd.operatorframework.io", "v1alpha1", "Catalog");
@@ -30,6 +31,22 @@ const BUNDLE_DEPLOYMENTS: (&str, &str, &str) = ("core.rukpak.io", "v1alpha1", "B
 /// The example operator's namespace, and the label its objects carry.
 const OPERATOR_NS: &str = "example-operator-system";
 const OWNED: &str = "core.rukpak.io/owner-name=example-operator";
+
+/// `http://<ClusterIP>:<port>` of the Service `name` of olm-system: this machine routes the
+/// node's Service range (`.svc` names resolve only inside the cluster).
+async fn service_url(client: &kube::Client, scheme: &str, name: &str) -> Result<String> {
+    let spec = Api::<Service>::namespaced(client.clone(), OLM_NAMESPACE)
+        .get(name)
+        .await?
+        .spec
+        .context("a Service without spec")?;
+    let ip = spec.cluster_ip.context("a Service without a ClusterIP")?;
+    let port = spec
+        .ports
+        .and_then(|p| p.first().map(|p| p.port))
+        .context("a Service without ports")?;
+    Ok(format!("{scheme}://{ip}:{port}"))
+}
 
 /// Waits until the Operator says it installed `version`.
 async fn installed(operators: &Api<Operator>, version: &str) -> Result<Operator> {
@@ -94,67 +111,70 @@ async fn main() -> Result<()> {
     olm_runtime::client::install_crypto_provider();
     let client = cluster::client_for(&PathBuf::from(kubeconfig)).await?;
 
-    step(1, "A local control plane");
+    step(1, "A local cluster");
     command("kubectl version");
     let version = client
         .apiserver_version()
         .await
         .context("reading /version")?;
     println!("Server Version: {}", version.git_version);
-    println!("(a real kube-apiserver, etcd and kube-controller-manager; no node runs Pods)");
+    println!(
+        "(a real kube-apiserver, etcd, kube-controller-manager and kube-scheduler, and one node:\na kubelet with containerd and runc, kube-proxy and CoreDNS)"
+    );
+    get(&client, ("", "v1", "Node"), None, None).await?;
 
-    step(2, "Install olm-rs with Helm");
+    step(2, "Push olm-rs's images and install it with Helm");
+    let registry = node::registry()?;
+    println!(
+        "No image can be pulled here and no Docker engine runs: each manager's image is assembled\nfrom this build (its binary, the libraries it links, a non-root user) and pushed to the\nnode's registry, {}:",
+        registry.host
+    );
+    let images = node::push_managers(&registry, "demo").await?;
+    for manager in node::MANAGERS {
+        println!("  pushed {images}/{manager}:demo");
+    }
     // The harness installs every CRD with the control plane, the BundleDeployment CRD
-    // included, as rukpak would: the chart leaves that one alone. The demo's registry listens
-    // on loopback, which sources may reach only when the admin allows it.
+    // included, as rukpak would: the chart leaves that one alone. The node's registry speaks
+    // plain HTTP, which catalogd and the provisioner use only for registries an admin names.
+    let insecure = format!("--insecure-registries={}", registry.host);
     let sets = [
-        "bundleDeploymentCRD.install=false",
-        "catalogd.sources.allowLoopback=true",
-        "provisioner.sources.allowLoopback=true",
+        "bundleDeploymentCRD.install=false".to_owned(),
+        format!("image.registry={images}"),
+        "image.tag=demo".to_owned(),
+        format!("catalogd.extraArgs[0]={insecure}"),
+        format!("provisioner.extraArgs[0]={insecure}"),
     ];
     command(&format!(
         "helm install olm charts/olm {}",
-        sets.map(|s| format!("--set {s}")).join(" ")
+        sets.iter()
+            .map(|s| format!("--set {s}"))
+            .collect::<Vec<_>>()
+            .join(" ")
     ));
+    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
     let out = chart::install(false, &sets)?;
     for line in out.lines().take_while(|l| !l.starts_with("NOTES")) {
         println!("{line}");
     }
+
+    step(3, "Every manager runs as a Pod, Ready");
+    command("kubectl wait deployments --all -n olm-system --for=condition=Available");
+    node::wait_deployments_available(&client, OLM_NAMESPACE, WAIT).await?;
     get(
         &client,
         ("apps", "v1", "Deployment"),
-        Some("olm-system"),
+        Some(OLM_NAMESPACE),
         None,
     )
     .await?;
-
-    step(3, "Run the managers as their ServiceAccounts");
-    println!(
-        "No kubelet runs here, so each Deployment's container runs as a local process, with the\nDeployment's own arguments and a token of its ServiceAccount (only addresses and folders\npoint here):"
-    );
-    let manifest = chart::manifest()?;
-    let mut managers: Vec<(&str, ChartManager)> = Vec::new();
-    for name in [
-        "catalogd",
-        "operator-controller",
-        "catalog-switcher",
-        "provisioner",
-    ] {
-        let m = chart::run_manager(&client, &manifest, name).await?;
-        println!(
-            "  {name} as ServiceAccount olm-system/{name}: {name} {}",
-            m.args.join(" ")
-        );
-        managers.push((name, m));
-    }
+    get(&client, ("", "v1", "Pod"), Some(OLM_NAMESPACE), None).await?;
 
     step(
         4,
         "Push the operator's bundles and its catalog to a registry",
     );
-    let registry = Registry::start("demo", None)?;
     println!(
-        "A registry (the distribution registry, Debian's docker-registry) on {}; the example\noperator's two plain+v0 bundles and two catalog images, from {}:",
+        "The node's registry (the distribution registry, Debian's docker-registry) on {}; the\nexample operator's two plain+v0 bundles and two catalog images, from {}:",
         registry.host,
         dir.join("example-operator").display()
     );
@@ -193,10 +213,20 @@ async fn main() -> Result<()> {
     get(&client, CATALOGS, None, None).await?;
 
     step(6, "Query the metadata catalogd serves");
-    let url = served
+    let content_url = served
         .status
         .and_then(|s| s.content_url)
         .context("the served catalog has no contentURL")?;
+    println!(
+        "Its contentURL is {content_url}:\ncatalogd's Service, by name inside the cluster; from this machine, by its ClusterIP:"
+    );
+    let service = service_url(&client, "http", "catalogd").await?;
+    let path = content_url
+        .split_once(".svc:")
+        .and_then(|(_, rest)| rest.split_once('/'))
+        .map(|(_, path)| format!("/{path}"))
+        .context("a contentURL not of catalogd's Service")?;
+    let url = format!("{service}{path}");
     let metas = url.replace(
         "/all.json",
         "/api/v1/metas?schema=olm.bundle&package=example-operator",
@@ -275,18 +305,22 @@ async fn main() -> Result<()> {
     let http = reqwest::Client::builder()
         .tls_danger_accept_invalid_certs(true)
         .build()?;
-    for (name, m) in &managers {
+    let mut metrics = Vec::new();
+    for name in node::MANAGERS {
+        metrics.push(service_url(&client, "https", &format!("{name}-metrics")).await?);
+    }
+    println!("Each manager's metrics Service, by its ClusterIP:");
+    for (name, url) in node::MANAGERS.iter().zip(&metrics) {
         let family = if *name == "provisioner" {
             "provisioner_install_results_total"
         } else {
             "controller_runtime_reconcile_total"
         };
         command(&format!(
-            "curl -sk -H \"Authorization: Bearer $TOKEN\" {}/metrics | grep {family}   # {name}",
-            m.admin_url
+            "curl -sk -H \"Authorization: Bearer $TOKEN\" {url}/metrics | grep {family}   # {name}"
         ));
         let text = http
-            .get(format!("{}/metrics", m.admin_url))
+            .get(format!("{url}/metrics"))
             .bearer_auth(&token)
             .send()
             .await?
@@ -296,13 +330,12 @@ async fn main() -> Result<()> {
             println!("{line}");
         }
     }
-    let (_, catalogd) = &managers[0];
+    let catalogd = &metrics[0];
     command(&format!(
-        "curl -sk -o /dev/null -w '%{{http_code}}' {}/metrics   # without a token",
-        catalogd.admin_url
+        "curl -sk -o /dev/null -w '%{{http_code}}' {catalogd}/metrics   # without a token"
     ));
     let status = http
-        .get(format!("{}/metrics", catalogd.admin_url))
+        .get(format!("{catalogd}/metrics"))
         .send()
         .await?
         .status();
@@ -342,15 +375,12 @@ async fn main() -> Result<()> {
     println!("{}", reqwest::get(&url).await?.status().as_u16());
 
     step(11, "Uninstall olm-rs");
-    for (_, m) in &managers {
-        m.manager.stop()?;
-    }
-    registry.stop()?;
     command("kubectl delete clusterrolebinding olm-demo-metrics-reader");
     Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(client.clone())
         .delete("olm-demo-metrics-reader", &DeleteParams::background())
         .await?;
-    command("helm uninstall olm");
+    command("helm uninstall olm --wait");
     print!("{}", chart::uninstall()?);
+    get(&client, ("", "v1", "Pod"), Some(OLM_NAMESPACE), None).await?;
     Ok(())
 }

@@ -55,3 +55,29 @@ where
     }
     Ok(())
 }
+
+/// Asks a component over HTTP(S) whether it is up: any 2xx answer.
+#[derive(Debug, Clone)]
+pub struct Probe(reqwest::Client);
+
+impl Probe {
+    /// A probe that takes any certificate: the components serve with certificates of their
+    /// own, and this only asks "are you up?".
+    pub fn new() -> Result<Probe> {
+        reqwest::Client::builder()
+            .tls_danger_accept_invalid_certs(true)
+            .timeout(Duration::from_secs(5))
+            .build()
+            .map(Probe)
+            .map_err(|e| Error::Cluster(format!("an HTTP client: {e}")))
+    }
+
+    /// Whether `url` answers 2xx.
+    pub async fn ok(&self, url: String) -> bool {
+        self.0
+            .get(url)
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+    }
+}

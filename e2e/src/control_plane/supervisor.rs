@@ -4,7 +4,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -13,7 +13,7 @@ use kube::Api;
 use super::children::Children;
 use super::components::{self, Binaries, Ports};
 use super::folder::{self, io_error};
-use super::step::{Step, wait_until};
+use super::step::{Probe, Step, wait_until};
 use super::stop::{Owner, Requests};
 use super::{kubeconfig, log, pki::Pki};
 use crate::{Error, Result};
@@ -171,25 +171,11 @@ async fn start(
     let ports = Ports::free()?;
     let policy = dir.join("audit-policy.yaml");
     std::fs::write(&policy, components::AUDIT_POLICY).map_err(io_error(&policy))?;
-    let http = reqwest::Client::builder()
-        // The components serve with certificates of their own: this only asks "are you up?".
-        .tls_danger_accept_invalid_certs(true)
-        .timeout(Duration::from_secs(5))
-        .build()
-        .map_err(|e| Error::Cluster(format!("an HTTP client: {e}")))?;
-    let healthy = |url: String| {
-        let http = http.clone();
-        async move {
-            http.get(url)
-                .send()
-                .await
-                .is_ok_and(|r| r.status().is_success())
-        }
-    };
+    let probe = Probe::new()?;
 
     children.start(components::etcd(&bins, &ports, dir))?;
     let etcd = format!("http://127.0.0.1:{}/health", ports.etcd);
-    wait_until(step, "etcd", 30, || healthy(etcd.clone())).await?;
+    wait_until(step, "etcd", 30, || probe.ok(etcd.clone())).await?;
 
     children.start(components::apiserver(
         &bins,
@@ -217,9 +203,12 @@ async fn start(
     children.start(components::controller_manager(&bins, &ports, dir))?;
     children.start(components::scheduler(&bins, &ports, dir))?;
     let kcm = format!("https://127.0.0.1:{}/healthz", ports.controller_manager);
-    wait_until(step, "kube-controller-manager", 60, || healthy(kcm.clone())).await?;
+    wait_until(step, "kube-controller-manager", 60, || {
+        probe.ok(kcm.clone())
+    })
+    .await?;
     let sched = format!("https://127.0.0.1:{}/healthz", ports.scheduler);
-    wait_until(step, "kube-scheduler", 60, || healthy(sched.clone())).await?;
+    wait_until(step, "kube-scheduler", 60, || probe.ok(sched.clone())).await?;
     // The serviceaccount controller creating `default` shows the controllers really run.
     let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "default");
     wait_until(step, "serviceaccount default/default", 60, || async {

@@ -13,7 +13,8 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use olm_api::catalog::Catalog;
 use olm_e2e::binary;
 use olm_e2e::catalogs::{
-    create_catalog, metric, status, unpacked_message, wait_reason, wait_unpacked,
+    EXAMPLE_CATALOG_JSON as CATALOG_JSON, create_catalog, metric, status, unpacked_message,
+    wait_reason, wait_unpacked,
 };
 use olm_e2e::context::TestContext;
 use olm_e2e::kubelet::{FORGE_TOKEN_ENV, FakeKubelet};
@@ -22,13 +23,6 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::catalogd::wait_for_event;
-
-/// The example catalog as one line of JSON blobs, as a generator would print it.
-const CATALOG_JSON: &str = concat!(
-    r#"{"schema":"olm.package","name":"example-operator","defaultChannel":"stable"}"#,
-    r#"{"schema":"olm.channel","name":"stable","package":"example-operator","entries":[{"name":"example-operator.v0.1.0"}]}"#,
-    r#"{"schema":"olm.bundle","name":"example-operator.v0.1.0","package":"example-operator","image":"quay.io/olmtest/example-operator-bundle:v0.1.0","properties":[{"type":"olm.package","value":{"packageName":"example-operator","version":"0.1.0"}}]}"#
-);
 
 /// A custom source running `script` with /bin/sh, as in the elemental example.
 fn generator(script: &str) -> serde_json::Value {

@@ -36,7 +36,7 @@ use super::children::Children;
 use super::components::{Binaries, Component};
 use super::folder::io_error;
 use super::pki::{self, Pki};
-use super::step::{Step, wait_until};
+use super::step::{Probe, Step, wait_until};
 use super::{kubeconfig, log};
 use crate::{Error, Result};
 
@@ -302,19 +302,7 @@ impl Node {
         step: &Step,
     ) -> Result<Started> {
         let a = &self.addresses;
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(2))
-            .build()
-            .map_err(|e| Error::Cluster(format!("an HTTP client: {e}")))?;
-        let ok = |url: String| {
-            let http = http.clone();
-            async move {
-                http.get(url)
-                    .send()
-                    .await
-                    .is_ok_and(|r| r.status().is_success())
-            }
-        };
+        let probe = Probe::new()?;
 
         let registry_dir = self.layout.path("registry");
         let registry = format!("{}:{}", a.host(), olm_testkit::free_port()?);
@@ -331,7 +319,7 @@ impl Node {
             ]),
         })?;
         let v2 = format!("http://{registry}/v2/");
-        wait_until(step, "the node's registry", 30, || ok(v2.clone())).await?;
+        wait_until(step, "the node's registry", 30, || probe.ok(v2.clone())).await?;
         push_pause(bins, &registry, &registry_dir).await?;
 
         let hosts = self.layout.registry_hosts().join(&registry);
@@ -451,7 +439,7 @@ impl Node {
             ],
         ))?;
         let ready = config::coredns_ready(a);
-        wait_until(step, "CoreDNS", 60, || ok(ready.clone())).await?;
+        wait_until(step, "CoreDNS", 60, || probe.ok(ready.clone())).await?;
         log(&format!(
             "node {} Ready; registry {registry}",
             config::NODE_NAME
