@@ -20,7 +20,6 @@ pub mod context;
 pub mod control_plane;
 pub mod demo;
 pub mod helm;
-pub mod kubelet;
 pub mod manager;
 pub mod node;
 pub mod operators;

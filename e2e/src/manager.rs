@@ -242,6 +242,10 @@ impl Catalogd {
     }
 }
 
+/// The collector image of the harness's catalogds, in the node's registry (a test that runs
+/// generator Pods pushes it: [`crate::node::push_manager`] of `catalogd`, tag `e2e`).
+pub const COLLECTOR_IMAGE: &str = "olm-rs/catalogd:e2e";
+
 /// catalogd's namespace in the tests, as in the chart.
 pub const OLM_NAMESPACE: &str = "olm-system";
 
@@ -298,6 +302,14 @@ pub fn start_catalogd_with(name: &str, extra_args: &[String]) -> Result<Catalogd
         "http"
     };
     let content_url = format!("{content_scheme}://127.0.0.1:{content_port}");
+    let (upload_host, collector_image) = match crate::node::registry() {
+        Ok(registry) => (
+            crate::node::host_address(&registry),
+            format!("{}/{COLLECTOR_IMAGE}", registry.host),
+        ),
+        // A reused cluster without a node: its generator Pods never run.
+        Err(_) => ("127.0.0.1".to_owned(), COLLECTOR_IMAGE.to_owned()),
+    };
     let mut args = vec![
         format!("--storage-dir={}", storage.display()),
         format!("--content-address=127.0.0.1:{content_port}"),
@@ -309,10 +321,11 @@ pub fn start_catalogd_with(name: &str, extra_args: &[String]) -> Result<Catalogd
         "--http-timeout-seconds=10".into(),
         "--max-content-bytes=1048576".into(),
         "--git-timeout-seconds=30".into(),
-        // Generator Pods run on the harness's fake node (olm_e2e::kubelet), on this machine.
-        format!("--upload-address=127.0.0.1:{upload_port}"),
-        format!("--upload-url=http://127.0.0.1:{upload_port}"),
-        "--collector-image=olm-rs/catalogd:e2e".into(),
+        // Generator Pods run on the cluster's node: they upload to this machine's address on
+        // the node's link, and pull the collector from the node's registry.
+        format!("--upload-address={upload_host}:{upload_port}"),
+        format!("--upload-url=http://{upload_host}:{upload_port}"),
+        format!("--collector-image={collector_image}"),
         // Every test server (registry, git, http) listens on loopback: allowed, as an admin
         // of such a machine would (sources are refused loopback by default).
         "--allow-loopback-sources".into(),
@@ -329,7 +342,7 @@ pub fn start_catalogd_with(name: &str, extra_args: &[String]) -> Result<Catalogd
         manager,
         content_url,
         admin_url,
-        upload_url: format!("http://127.0.0.1:{upload_port}"),
+        upload_url: format!("http://{upload_host}:{upload_port}"),
         storage,
         name: name.to_owned(),
         args,

@@ -3,12 +3,16 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+
+use futures::StreamExt;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::ListParams;
+use kube::runtime::{WatchStreamExt, watcher};
 
 use crate::control_plane::supervisor::{NODE_REGISTRY_DIR_ENV, NODE_REGISTRY_ENV};
 use crate::registry::Registry;
@@ -55,18 +59,36 @@ pub fn registry() -> Result<Registry> {
 /// `<registry>/olm-rs/<manager>:<tag>`; the chart's `image.registry` for them.
 pub async fn push_managers(registry: &Registry, tag: &str) -> Result<String> {
     for manager in MANAGERS {
-        let binary = crate::binary(manager)?;
-        let image = crate::manager_image::assemble(&binary, manager)?;
-        crate::images::push_configured(
-            registry,
-            &format!("olm-rs/{manager}"),
-            tag,
-            &[image.layer()],
-            image.run_config(),
-        )
-        .await?;
+        push_manager(registry, manager, tag).await?;
     }
     Ok(format!("{}/olm-rs", registry.host))
+}
+
+/// Pushes one manager's image, assembled from this build's binary, as
+/// `<registry>/olm-rs/<manager>:<tag>`; its reference.
+pub async fn push_manager(registry: &Registry, manager: &str, tag: &str) -> Result<String> {
+    let binary = crate::binary(manager)?;
+    let image = crate::manager_image::assemble(&binary, manager)?;
+    let repository = format!("olm-rs/{manager}");
+    crate::images::push_configured(
+        registry,
+        &repository,
+        tag,
+        &[image.layer()],
+        image.run_config(),
+    )
+    .await?;
+    Ok(format!("{}/{repository}:{tag}", registry.host))
+}
+
+/// This machine's address on the node's link, where the node's registry listens: a Pod reaches
+/// a local process (a test's catalogd) there.
+pub fn host_address(registry: &Registry) -> String {
+    registry
+        .host
+        .rsplit_once(':')
+        .map_or(registry.host.as_str(), |(host, _)| host)
+        .to_owned()
 }
 
 /// Waits until every Deployment of `namespace` has all its replicas available and updated;
@@ -174,4 +196,106 @@ pub async fn push_busybox(registry: &Registry, tag: &str) -> Result<String> {
     )
     .await?;
     Ok(format!("{}/{repository}:{tag}", registry.host))
+}
+
+/// Kills (SIGKILL) every process of the node's containers whose program is `program` (an
+/// image's entrypoint such as `/operator-controller`), as an out-of-memory kill or a crash
+/// would end it; how many it killed. A process counts as a container's when its cgroup is
+/// under a node's (`/olm-node-<i>/…`), so a local process of the same binary is never hit.
+pub fn kill_container_processes(program: &str) -> Result<usize> {
+    let mut killed = 0;
+    let proc = std::fs::read_dir("/proc").map_err(|source| Error::Io {
+        path: "/proc".into(),
+        source,
+    })?;
+    for entry in proc.flatten() {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        if !pid.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let first = cmdline.split(|b| *b == 0).next().unwrap_or_default();
+        let cgroup = std::fs::read_to_string(entry.path().join("cgroup")).unwrap_or_default();
+        if first == program.as_bytes() && cgroup.contains("/olm-node-") {
+            let status = std::process::Command::new("kill")
+                .args(["-KILL", &pid])
+                .status()
+                .map_err(|e| Error::Cluster(format!("kill {pid}: {e}")))?;
+            if status.success() {
+                killed += 1;
+            }
+        }
+    }
+    Ok(killed)
+}
+
+/// Every version of a generator Pod of catalogd's namespace seen from now on (catalogd deletes
+/// them once collected), until the returned task is aborted.
+pub fn watch_generator_pods(
+    client: &kube::Client,
+) -> (Arc<Mutex<Vec<Pod>>>, tokio::task::JoinHandle<()>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let pods: Api<Pod> = Api::namespaced(client.clone(), crate::manager::OLM_NAMESPACE);
+    let config = watcher::Config::default().labels("olm-rs.io/catalog-generator=true");
+    let into = seen.clone();
+    let task = tokio::spawn(async move {
+        let mut stream = std::pin::pin!(watcher(pods, config).applied_objects());
+        while let Some(Ok(pod)) = stream.next().await {
+            into.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(pod);
+        }
+    });
+    (seen, task)
+}
+
+/// Whether the Pod's container (or init container) `name` terminated with exit code 0.
+pub fn exited_zero(pod: &Pod, name: &str) -> bool {
+    let status = pod.status.as_ref();
+    let all = status
+        .and_then(|s| s.container_statuses.clone())
+        .into_iter()
+        .chain(status.and_then(|s| s.init_container_statuses.clone()))
+        .flatten();
+    all.filter(|c| c.name == name).any(|c| {
+        c.state
+            .and_then(|s| s.terminated)
+            .is_some_and(|t| t.exit_code == 0)
+    })
+}
+
+/// Whether a real kubelet ran `pod`: on the node (its host IP on the node's link), with a Pod
+/// IP of the node's Pod range.
+pub fn ran_on_the_node(pod: &Pod) -> bool {
+    let status = pod.status.as_ref();
+    let host = status.and_then(|s| s.host_ip.as_deref());
+    let ip = status.and_then(|s| s.pod_ip.as_deref());
+    host.is_some_and(|h| h.starts_with("172.30.")) && ip.is_some_and(|p| p.starts_with("10.244."))
+}
+
+/// The last `lines` log lines of every Pod of `namespace` labelled
+/// `app.kubernetes.io/name=<app>`, through the API server (the kubelet serves them): what a
+/// failing test shows of a manager running as a Pod.
+pub async fn pod_logs(client: &kube::Client, namespace: &str, app: &str, lines: i64) -> String {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let selector = ListParams::default().labels(&format!("app.kubernetes.io/name={app}"));
+    let Ok(list) = pods.list(&selector).await else {
+        return format!("(the Pods of {app} could not be listed)");
+    };
+    let mut out = String::new();
+    for pod in list.items {
+        let name = pod.metadata.name.unwrap_or_default();
+        let params = kube::api::LogParams {
+            tail_lines: Some(lines),
+            ..Default::default()
+        };
+        let text = pods
+            .logs(&name, &params)
+            .await
+            .unwrap_or_else(|e| format!("(no log: {e})"));
+        out.push_str(&format!("--- {name}\n{text}\n"));
+    }
+    out
 }

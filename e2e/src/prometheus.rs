@@ -14,6 +14,9 @@ pub struct Job {
     pub name: String,
     /// `host:port` of the admin server.
     pub target: String,
+    /// The name its certificate is checked for, when not the target's host (a Service's DNS
+    /// name, scraped at its ClusterIP from outside the cluster).
+    pub server_name: Option<String>,
 }
 
 /// A running Prometheus.
@@ -32,8 +35,13 @@ pub fn config(jobs: &[Job], ca_file: &Path, token_file: &Path) -> String {
         "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\nscrape_configs:\n",
     );
     for job in jobs {
+        let server_name = job
+            .server_name
+            .as_ref()
+            .map(|n| format!("\n    server_name: {n}"))
+            .unwrap_or_default();
         text.push_str(&format!(
-            "- job_name: {name}\n  scheme: https\n  tls_config:\n    ca_file: {ca}\n  authorization:\n    credentials_file: {token}\n  static_configs:\n  - targets: ['{target}']\n",
+            "- job_name: {name}\n  scheme: https\n  tls_config:\n    ca_file: {ca}{server_name}\n  authorization:\n    credentials_file: {token}\n  static_configs:\n  - targets: ['{target}']\n",
             name = job.name,
             ca = ca_file.display(),
             token = token_file.display(),
@@ -139,10 +147,18 @@ mod tests {
     #[test]
     fn every_job_is_scraped_over_https_with_the_token() {
         let config = super::config(
-            &[super::Job {
-                name: "catalogd".into(),
-                target: "127.0.0.1:8443".into(),
-            }],
+            &[
+                super::Job {
+                    name: "catalogd".into(),
+                    target: "127.0.0.1:8443".into(),
+                    server_name: None,
+                },
+                super::Job {
+                    name: "provisioner".into(),
+                    target: "10.96.1.9:8080".into(),
+                    server_name: Some("provisioner-metrics.olm-system.svc".into()),
+                },
+            ],
             std::path::Path::new("/ca.crt"),
             std::path::Path::new("/token"),
         );
@@ -150,5 +166,13 @@ mod tests {
         assert!(config.contains("ca_file: /ca.crt"));
         assert!(config.contains("credentials_file: /token"));
         assert!(config.contains("targets: ['127.0.0.1:8443']"));
+        assert!(
+            !config
+                .split("- job_name: provisioner")
+                .next()
+                .unwrap_or_default()
+                .contains("server_name")
+        );
+        assert!(config.contains("    server_name: provisioner-metrics.olm-system.svc\n"));
     }
 }

@@ -199,6 +199,7 @@ async fn prometheus_scrapes_every_manager_through_secure_metrics() {
         .map(|(name, admin)| Job {
             name: (*name).to_owned(),
             target: admin.trim_start_matches("https://").to_owned(),
+            server_name: None,
         })
         .collect();
     let ca = olm_e2e::tls::ca().unwrap().cert_file();

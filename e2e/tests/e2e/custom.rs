@@ -1,8 +1,7 @@
 //! The custom source: a generator container writes the catalog, the collector uploads it.
-//! No kubelet runs here, so the harness plays the node for generator Pods only
-//! (`olm_e2e::kubelet`: it runs the generator's command locally, then the real `catalogd
-//! collect`, and writes the Pod's status through the API); catalogd, the API server, the Pods,
-//! Secrets, upload and status are real.
+//! The Pods run on the cluster's node under the real kubelet and containerd (busybox and
+//! catalogd's own image from the node's registry); they upload to this test process's catalogd
+//! at this machine's address on the node's link.
 
 use std::time::Duration;
 
@@ -11,23 +10,24 @@ use k8s_openapi::api::events::v1::Event;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use olm_api::catalog::Catalog;
-use olm_e2e::binary;
 use olm_e2e::catalogs::{
     EXAMPLE_CATALOG_JSON as CATALOG_JSON, create_catalog, metric, status, unpacked_message,
     wait_reason, wait_unpacked,
 };
 use olm_e2e::context::TestContext;
-use olm_e2e::kubelet::{FORGE_TOKEN_ENV, FakeKubelet};
 use olm_e2e::manager::{OLM_NAMESPACE, catalogd};
+use olm_e2e::node::{
+    exited_zero, push_busybox, push_manager, ran_on_the_node, registry, watch_generator_pods,
+};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::catalogd::wait_for_event;
 
-/// A custom source running `script` with /bin/sh, as in the elemental example.
-fn generator(script: &str) -> serde_json::Value {
+/// A custom source running `script` with /bin/sh of `image`, as in the elemental example.
+fn generator(image: &str, script: &str) -> serde_json::Value {
     json!({"type": "custom", "custom": {
-        "image": "docker.io/library/busybox:1.36",
+        "image": image,
         "command": ["/bin/sh", "-c"],
         "args": [script],
         "outputFile": "catalog.json",
@@ -68,11 +68,11 @@ async fn leftovers(ctx: &TestContext, uid: &str) -> usize {
 async fn generators_are_collected_and_their_failures_explained() {
     let ctx = TestContext::new("custom").await.unwrap();
     let cd = catalogd().unwrap();
-    let node = FakeKubelet::start(
-        ctx.client.clone(),
-        &format!("{}-", ctx.namespace),
-        binary("catalogd").unwrap(),
-    );
+    let registry = registry().unwrap();
+    let busybox = push_busybox(&registry, "1.36").await.unwrap();
+    push_manager(&registry, "catalogd", "e2e").await.unwrap();
+    let generator = |script: &str| generator(&busybox, script);
+    let (seen, watch) = watch_generator_pods(&ctx.client);
     let name = ctx.name("gen");
     let events: Api<Event> = Api::namespaced(ctx.client.clone(), "default");
 
@@ -83,31 +83,7 @@ async fn generators_are_collected_and_their_failures_explained() {
         .await
         .unwrap();
     let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), OLM_NAMESPACE);
-    let (pod, token) = {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-        loop {
-            let list = secrets
-                .list(&ListParams::default().labels("olm-rs.io/catalog-generator=true"))
-                .await
-                .unwrap();
-            let mine = list
-                .items
-                .into_iter()
-                .find(|s| s.name_any().contains(&ctx.namespace));
-            if let Some(secret) = mine {
-                let token = secret.data.unwrap()["token"].0.clone();
-                break (
-                    secret.metadata.name.unwrap(),
-                    String::from_utf8(token).unwrap(),
-                );
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "no token Secret appeared"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    };
+    let (pod, token) = token_secret(&secrets, &ctx.namespace).await;
     // The spec sets no resources: the generator runs with catalogd's default limits, never
     // unbounded.
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), OLM_NAMESPACE);
@@ -135,6 +111,15 @@ async fn generators_are_collected_and_their_failures_explained() {
     assert!(content.contains("example-operator.v0.1.0"), "{content}");
     let good = s.content_hash.clone().unwrap();
     let uid = served.uid().unwrap();
+    // The kubelet ran it, both containers to their end.
+    let ran = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|p| p.name_any() == pod && exited_zero(p, "generator") && exited_zero(p, "collector"))
+        .cloned();
+    let ran = ran.unwrap_or_else(|| panic!("pod {pod} was not seen to run to its end"));
+    assert!(ran_on_the_node(&ran), "{:?}", ran.status);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     while leftovers(&ctx, &uid).await > 0 {
         assert!(
@@ -164,7 +149,7 @@ async fn generators_are_collected_and_their_failures_explained() {
     assert_eq!(rejected_after, rejected_before + 1.0);
 
     // Failures, each explained, each keeping the good content served, none leaving a Pod.
-    let mut failures = vec![
+    let failures = vec![
         (
             generator("echo 'cannot reach the package server' >&2; exit 3"),
             "GeneratorFailed",
@@ -186,9 +171,6 @@ async fn generators_are_collected_and_their_failures_explained() {
         ),
         (generator("true"), "OutputMissing", vec!["wrote no file at"]),
     ];
-    let mut forged = generator(&format!("echo '{CATALOG_JSON}' > /output/catalog.json"));
-    forged["custom"]["env"] = json!([{"name": FORGE_TOKEN_ENV, "value": "0".repeat(64)}]);
-    failures.push((forged, "UploadRejected", vec!["not the one catalogd gave"]));
     for (custom, reason, words) in failures {
         set_custom(&api, &name, custom["custom"].clone()).await;
         let failed = wait_reason(&api, &name, reason).await.unwrap();
@@ -211,6 +193,32 @@ async fn generators_are_collected_and_their_failures_explained() {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
+
+    // A stolen token: whoever reads a run's token Secret (the test, here) uploads first; the
+    // token is then used, the run's own collector is refused, and the Catalog says so. What
+    // the thief uploaded is never served.
+    let script = format!("sleep 5; echo '{CATALOG_JSON}' > /output/catalog.json");
+    set_custom(&api, &name, generator(&script)["custom"].clone()).await;
+    let (pod, token) = token_secret(&secrets, &ctx.namespace).await;
+    let forged = CATALOG_JSON.replace("0.1.0", "9.9.9");
+    let stolen = reqwest::Client::new()
+        .put(format!("{}/uploads/{pod}", cd.upload_url))
+        .bearer_auth(&token)
+        .header("x-content-sha256", hex::encode(Sha256::digest(&forged)))
+        .body(forged)
+        .send()
+        .await
+        .unwrap();
+    assert!(stolen.status().is_success(), "{}", stolen.status());
+    let failed = wait_reason(&api, &name, "UploadRejected").await.unwrap();
+    let message = unpacked_message(&failed);
+    assert!(message.contains("uploaded already"), "{message}");
+    assert_eq!(
+        status(Some(&failed)).content_hash.as_deref(),
+        Some(good.as_str())
+    );
+    wait_for_event(&events, &name, "UploadRejected").await;
+
     let still = reqwest::get(status(Some(&served)).content_url.unwrap())
         .await
         .unwrap()
@@ -218,6 +226,34 @@ async fn generators_are_collected_and_their_failures_explained() {
         .await
         .unwrap();
     assert_eq!(still, content, "the last good content stays served");
-    assert!(node.ran().len() >= 6, "{:?}", node.ran());
+    watch.abort();
     ctx.cleanup().await.unwrap();
+}
+
+/// The name and token of the first generator token Secret of the test's Catalogs that appears.
+async fn token_secret(secrets: &Api<Secret>, namespace: &str) -> (String, String) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let list = secrets
+            .list(&ListParams::default().labels("olm-rs.io/catalog-generator=true"))
+            .await
+            .unwrap();
+        let mine = list
+            .items
+            .into_iter()
+            .find(|s| s.name_any().contains(namespace));
+        if let Some(secret) = mine {
+            let token = secret.data.unwrap()["token"].0.clone();
+            return (
+                secret.metadata.name.unwrap(),
+                String::from_utf8(token).unwrap(),
+            );
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no token Secret appeared"
+        );
+        // Polling for the Secret catalogd creates with the run's Pod, bounded by the deadline.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

@@ -45,6 +45,10 @@ pub const RUN_AS: i64 = 65532;
 /// deadline ends it, when catalogd is not there to.
 pub const COLLECT_GRACE: Duration = Duration::from_secs(120);
 
+/// How long the kubelet waits for a deleted generator Pod's containers to stop before it kills
+/// them (`terminationGracePeriodSeconds`).
+pub const TERMINATION_GRACE_SECONDS: i64 = 2;
+
 /// Defaults of the spec's optional fields.
 pub const DEFAULT_OUTPUT_FILE: &str = "catalog.json";
 /// Where the output volume is mounted when `mountPath` is absent.
@@ -276,6 +280,10 @@ pub fn generator_pod(
             active_deadline_seconds: Some(
                 i64::try_from((resolved.timeout + COLLECT_GRACE).as_secs()).unwrap_or(i64::MAX),
             ),
+            // A run is deleted only once it is over or abandoned (timed out, failed, its spec
+            // changed): nothing in it is worth a graceful stop, and a shell as the container's
+            // PID 1 ignores SIGTERM, so the default 30 s would keep a dead run's Pod that long.
+            termination_grace_period_seconds: Some(TERMINATION_GRACE_SECONDS),
             security_context: Some(PodSecurityContext {
                 run_as_non_root: Some(true),
                 run_as_user: Some(RUN_AS),
@@ -436,6 +444,7 @@ mod tests {
         assert_eq!(s.automount_service_account_token, Some(false));
         assert_eq!(s.restart_policy.as_deref(), Some("Never"));
         assert_eq!(s.active_deadline_seconds, Some(300 + 120));
+        assert_eq!(s.termination_grace_period_seconds, Some(2));
         let psc = s.security_context.unwrap();
         assert_eq!(psc.run_as_non_root, Some(true));
         assert_eq!(psc.seccomp_profile.unwrap().type_, "RuntimeDefault");
