@@ -390,8 +390,9 @@ async fn catalog_sources_are_switched_once_their_crd_is_served() {
 }
 
 /// A generator Pod of an earlier catalogd is deleted at start-up (its run, and its token, are
-/// forgotten, so its upload could never be accepted), and its Catalog runs a new one. No node
-/// runs these Pods here: they stay pending, which is all this test needs.
+/// forgotten, so its upload could never be accepted), and its Catalog runs a new one. The
+/// node cannot pull their image (`registry.example` resolves nowhere), which this test does not
+/// need: a run failed that way is run again after the restart all the same.
 #[tokio::test]
 async fn generator_pods_left_by_a_restart_are_removed_and_run_again() {
     use k8s_openapi::api::core::v1::{Pod, Secret};
