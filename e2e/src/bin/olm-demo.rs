@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use olm_api::bundle_deployment::BundleDeployment;
 use olm_api::catalog::Catalog;
@@ -91,6 +91,46 @@ async fn show_installed(client: &kube::Client) -> Result<()> {
             .and_then(|d| d.get("version").cloned())
             .unwrap_or_default()
     );
+    Ok(())
+}
+
+/// The operator's workload: its Deployment rolled out to `version`, its one Pod Running (the
+/// previous version's gone), and what that Pod logs.
+async fn show_workload(client: &kube::Client, version: &str) -> Result<()> {
+    command(&format!(
+        "kubectl rollout status deployment/example-operator -n {OPERATOR_NS}"
+    ));
+    node::wait_deployments_available(client, OPERATOR_NS, WAIT).await?;
+    println!("deployment \"example-operator\" successfully rolled out");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), OPERATOR_NS);
+    let wanted = format!("example-operator {version} running");
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let pod = loop {
+        let list = pods.list(&Default::default()).await?.items;
+        if let [pod] = list.as_slice() {
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            let log = pods
+                .logs(&name, &Default::default())
+                .await
+                .unwrap_or_default();
+            if log.contains(&wanted) {
+                break (name, log);
+            }
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "the operator's Pods did not come to one Pod of {version} within {} s:\n{}",
+            WAIT.as_secs(),
+            node::pods_report(client, OPERATOR_NS).await
+        );
+        // Polling until the previous version's Pod is gone, bounded by the deadline.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    get(client, ("", "v1", "Pod"), Some(OPERATOR_NS), None).await?;
+    command(&format!(
+        "kubectl logs deployment/example-operator -n {OPERATOR_NS}"
+    ));
+    print!("{}", pod.1);
     Ok(())
 }
 
@@ -250,6 +290,8 @@ async fn main() -> Result<()> {
         "The provisioner pulled the bundle image and applied its objects, each marked as the\nBundleDeployment's:"
     );
     show_installed(&client).await?;
+    println!("Its Deployment runs on the node:");
+    show_workload(&client, "0.1.0").await?;
 
     step(
         8,
@@ -278,6 +320,8 @@ async fn main() -> Result<()> {
         "The same BundleDeployment now names 0.2.0's bundle; its settings changed, and the\nConfigMap 0.2.0 dropped was pruned:"
     );
     show_installed(&client).await?;
+    println!("Its Deployment rolled to 0.2.0:");
+    show_workload(&client, "0.2.0").await?;
 
     step(
         9,
