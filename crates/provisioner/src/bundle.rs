@@ -43,6 +43,11 @@ impl Tree {
         }
     }
 
+    /// The content of the file at `path`, if there is one.
+    pub fn get(&self, path: &str) -> Option<&[u8]> {
+        self.files.get(&normal(path)).map(Vec::as_slice)
+    }
+
     /// Whether `path` is a directory.
     pub fn is_dir(&self, path: &str) -> bool {
         self.dirs.contains(&normal(path))
@@ -108,5 +113,7 @@ mod tests {
         assert_eq!(root, ["manifests", "metadata"]);
         assert_eq!(tree.read_dir("manifests")[0].1, Some(&b"a"[..]));
         assert!(tree.read_dir("nothing").is_empty());
+        assert_eq!(tree.get("/metadata/annotations.yaml"), Some(&b"m"[..]));
+        assert_eq!(tree.get("metadata"), None);
     }
 }

@@ -95,7 +95,7 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
     use olm_api::bundle_deployment::{
         BundleDeploymentSpec, BundleDeploymentStatus, BundleImageSource, BundleSource, BundleSpec,
-        BundleTemplate, REGISTRY_PROVISIONER,
+        BundleTemplate,
     };
 
     use super::*;
@@ -179,9 +179,9 @@ mod tests {
 
     #[test]
     fn templates_it_cannot_serve_are_refused_before_any_fetch() {
-        let registry = bd(PLAIN_PROVISIONER, REGISTRY_PROVISIONER, "image");
+        let helm = bd(PLAIN_PROVISIONER, "core-rukpak-io-helm", "image");
         assert!(
-            matches!(plan(&registry), Plan::Refuse { refusal, .. } if refusal.reason == source::reasons::UNSUPPORTED_FORMAT)
+            matches!(plan(&helm), Plan::Refuse { refusal, .. } if refusal.reason == source::reasons::UNSUPPORTED_FORMAT)
         );
         let git = bd(PLAIN_PROVISIONER, PLAIN_PROVISIONER, "git");
         assert!(

@@ -43,6 +43,8 @@ fn refuse(reason: &'static str, message: impl Into<String>) -> Refusal {
 pub enum Format {
     /// plain+v0: the objects of `manifests/`.
     Plain,
+    /// registry+v1: the objects OLM makes of the bundle's ClusterServiceVersion.
+    Registry,
 }
 
 /// What the template asks to fetch.
@@ -63,16 +65,11 @@ pub enum Wanted {
 pub fn format_of(spec: &BundleSpec) -> Result<Format, Refusal> {
     match spec.provisioner_class_name.as_str() {
         PLAIN_PROVISIONER => Ok(Format::Plain),
-        REGISTRY_PROVISIONER => Err(refuse(
-            reasons::UNSUPPORTED_FORMAT,
-            format!(
-                "the template's provisionerClassName {REGISTRY_PROVISIONER} names the registry+v1 format, which this provisioner does not install yet; plain+v0 bundles ({PLAIN_PROVISIONER}) install"
-            ),
-        )),
+        REGISTRY_PROVISIONER => Ok(Format::Registry),
         other => Err(refuse(
             reasons::UNSUPPORTED_FORMAT,
             format!(
-                "the template's provisionerClassName {other:?} names no bundle format this provisioner knows (it installs {PLAIN_PROVISIONER})"
+                "the template's provisionerClassName {other:?} names no bundle format this provisioner knows (it installs {PLAIN_PROVISIONER} and {REGISTRY_PROVISIONER})"
             ),
         )),
     }

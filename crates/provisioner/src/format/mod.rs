@@ -3,3 +3,4 @@
 
 pub mod manifests;
 pub mod plain;
+pub mod registry;

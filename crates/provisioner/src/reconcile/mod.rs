@@ -16,7 +16,7 @@ use serde_json::json;
 use crate::apply::{Applier, ApplyError};
 use crate::drift::Drift;
 use crate::fetch::Fetcher;
-use crate::format::plain;
+use crate::format::{plain, registry};
 use crate::kinds::Allowed;
 use crate::marks::Owner;
 use crate::metrics::ProvisionerMetrics;
@@ -353,11 +353,13 @@ async fn read(
         .await
         .map_err(|e| Attempt::UnpackFailed(e.to_string()))?;
     let objects = match format {
-        Format::Plain => plain::objects(&content.tree),
+        Format::Plain => plain::objects(&content.tree).map_err(|e| e.to_string()),
+        Format::Registry => registry::objects(&content.tree)
+            .map_err(|e| format!("convert registry+v1 bundle to plain+v0 bundle: {e}")),
     }
-    .map_err(|e| Attempt::Invalid {
+    .map_err(|message| Attempt::Invalid {
         reason: reasons::BUNDLE_LOAD_FAILED,
-        message: e.to_string(),
+        message,
     })?;
     ctx.allowed.check(&objects).map_err(|e| Attempt::Invalid {
         reason: reasons::KIND_NOT_ALLOWED,

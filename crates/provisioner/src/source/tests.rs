@@ -33,10 +33,10 @@ fn config_map(data: &[(&str, &str)], immutable: bool) -> ConfigMap {
 fn the_class_names_the_format() {
     let plain = spec(PLAIN_PROVISIONER, BundleSource::default());
     assert_eq!(format_of(&plain), Ok(Format::Plain));
-    let registry = format_of(&spec(REGISTRY_PROVISIONER, BundleSource::default())).unwrap_err();
-    assert_eq!(registry.reason, reasons::UNSUPPORTED_FORMAT);
-    assert!(registry.message.contains("registry+v1"), "{registry}");
+    let registry = spec(REGISTRY_PROVISIONER, BundleSource::default());
+    assert_eq!(format_of(&registry), Ok(Format::Registry));
     let helm = format_of(&spec("core-rukpak-io-helm", BundleSource::default())).unwrap_err();
+    assert_eq!(helm.reason, reasons::UNSUPPORTED_FORMAT);
     assert!(helm.message.contains("\"core-rukpak-io-helm\""), "{helm}");
 }
 

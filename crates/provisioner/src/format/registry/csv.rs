@@ -1,0 +1,165 @@
+//! The parts of a ClusterServiceVersion (`operators.coreos.com/v1alpha1`) that the conversion
+//! reads; the rest of the CSV (descriptions, icons, owned CRD descriptors) is for catalogs and
+//! consoles, and is ignored, as upstream ignores it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// A CSV.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Csv {
+    /// Its metadata.
+    pub metadata: Metadata,
+    /// Its spec.
+    pub spec: Spec,
+}
+
+/// A CSV's metadata.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Metadata {
+    /// Its name (`<package>.v<version>` by convention).
+    pub name: String,
+    /// Its annotations; copied onto every Deployment's Pod template, as OLM does.
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// A CSV's spec.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Spec {
+    /// The install modes it declares.
+    #[serde(default, rename = "installModes")]
+    pub install_modes: Vec<InstallMode>,
+    /// How it is installed.
+    pub install: Install,
+    /// Admission and conversion webhooks (refused).
+    #[serde(default)]
+    pub webhookdefinitions: Vec<Value>,
+    /// Aggregated API servers (owned ones refused).
+    #[serde(default)]
+    pub apiservicedefinitions: ApiServices,
+    /// The CRDs it owns and requires.
+    #[serde(default)]
+    pub customresourcedefinitions: Crds,
+}
+
+/// One install mode.
+#[derive(Debug, Clone, Deserialize)]
+pub struct InstallMode {
+    /// `OwnNamespace`, `SingleNamespace`, `MultiNamespace` or `AllNamespaces`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// Whether the operator supports it.
+    #[serde(default)]
+    pub supported: bool,
+}
+
+/// `spec.apiservicedefinitions`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ApiServices {
+    /// The APIServices the operator serves.
+    #[serde(default)]
+    pub owned: Vec<Value>,
+}
+
+/// `spec.customresourcedefinitions`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Crds {
+    /// The CRDs the operator owns: each must be in the bundle.
+    #[serde(default)]
+    pub owned: Vec<CrdDescription>,
+}
+
+/// One owned CRD.
+#[derive(Debug, Clone, Deserialize)]
+pub struct CrdDescription {
+    /// The CRD's name (`<plural>.<group>`).
+    pub name: String,
+}
+
+/// `spec.install`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Install {
+    /// The strategy (`deployment`, the only one OLM knows).
+    #[serde(default)]
+    pub strategy: String,
+    /// What it installs.
+    #[serde(default)]
+    pub spec: StrategySpec,
+}
+
+/// `spec.install.spec`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct StrategySpec {
+    /// Namespaced permissions (cluster-wide in AllNamespaces mode).
+    #[serde(default)]
+    pub permissions: Vec<Permission>,
+    /// Cluster-wide permissions.
+    #[serde(default, rename = "clusterPermissions")]
+    pub cluster_permissions: Vec<Permission>,
+    /// The operator's Deployments.
+    #[serde(default)]
+    pub deployments: Vec<DeploymentSpec>,
+}
+
+/// The rules a ServiceAccount is granted. Serialized as OLM's Go type
+/// (`StrategyDeploymentPermissions`) is, field for field, so that its hash (and the RBAC names
+/// made from it) are upstream's.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct Permission {
+    /// The ServiceAccount (empty: `default`).
+    #[serde(default, rename = "serviceAccountName")]
+    pub service_account_name: String,
+    /// Its rules (`null` when absent, as Go encodes a nil slice).
+    #[serde(default)]
+    pub rules: Option<Vec<PolicyRule>>,
+}
+
+/// An RBAC rule, in the field order and with the omissions of Kubernetes' Go type.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct PolicyRule {
+    /// Verbs (`null` when absent: the Go field has no `omitempty`).
+    #[serde(default)]
+    pub verbs: Option<Vec<String>>,
+    /// API groups.
+    #[serde(default, rename = "apiGroups", skip_serializing_if = "empty")]
+    pub api_groups: Option<Vec<String>>,
+    /// Resources.
+    #[serde(default, skip_serializing_if = "empty")]
+    pub resources: Option<Vec<String>>,
+    /// Resource names.
+    #[serde(default, rename = "resourceNames", skip_serializing_if = "empty")]
+    pub resource_names: Option<Vec<String>>,
+    /// Non-resource URLs.
+    #[serde(default, rename = "nonResourceURLs", skip_serializing_if = "empty")]
+    pub non_resource_urls: Option<Vec<String>>,
+}
+
+/// Go's `omitempty` on a slice: nil or empty.
+fn empty(list: &Option<Vec<String>>) -> bool {
+    list.as_ref().is_none_or(Vec::is_empty)
+}
+
+/// One of `spec.install.spec.deployments`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct DeploymentSpec {
+    /// The Deployment's name.
+    pub name: String,
+    /// Its labels.
+    #[serde(default)]
+    pub label: Option<BTreeMap<String, String>>,
+    /// Its spec, as written.
+    pub spec: Map<String, Value>,
+}
+
+impl Csv {
+    /// Whether it declares `mode` supported.
+    pub fn supports(&self, mode: &str) -> bool {
+        self.spec
+            .install_modes
+            .iter()
+            .any(|m| m.type_ == mode && m.supported)
+    }
+}

@@ -1,0 +1,508 @@
+//! registry+v1 (`core-rukpak-io-registry`): the objects OLM makes of a bundle's
+//! ClusterServiceVersion, installed in AllNamespaces mode, as operator-controller renders them
+//! (its `registryv1` generators; rukpak v0.16's conversion before it):
+//!
+//! * the install Namespace: the CSV's `operatorframework.io/suggested-namespace`, else
+//!   `<package>-system` (rukpak v0.16 made it; a BundleDeployment names no namespace);
+//! * a ServiceAccount for each one the permissions and Deployments name (`default`, and one the
+//!   bundle ships, excepted);
+//! * a ClusterRole and ClusterRoleBinding per `clusterPermissions` entry and, AllNamespaces
+//!   promoting them, per `permissions` entry (with `get`/`list`/`watch` on namespaces added,
+//!   as OLM adds it), named by [`names::rbac_name`];
+//! * the CRDs, as written;
+//! * the other objects of [`kinds`], namespaced ones moved to the install namespace;
+//! * the Deployments of `spec.install.spec.deployments`, in the install namespace, with the
+//!   CSV's annotations (and `olm.targetNamespaces: ""`, `olm.operatorNamespace`) on their Pod
+//!   templates and `revisionHistoryLimit: 1`.
+//!
+//! Refused, with upstream's words: no AllNamespaces install mode, webhooks, owned APIServices,
+//! no package name; beyond upstream, more than one CSV (upstream keeps the last one read),
+//! v1beta1 CRDs (no server of 1.22 or later serves them), and the same object twice.
+
+pub mod csv;
+pub mod kinds;
+pub mod names;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Map, Value, json};
+
+use super::manifests;
+use crate::bundle::Tree;
+use crate::object::{Key, NotAnObject, Object};
+use csv::{Csv, Permission, PolicyRule};
+
+/// Where a registry+v1 bundle keeps its manifests.
+pub const MANIFESTS: &str = "manifests";
+/// Where it names its package.
+pub const ANNOTATIONS: &str = "metadata/annotations.yaml";
+/// The annotation of [`ANNOTATIONS`] that names the package.
+pub const PACKAGE_ANNOTATION: &str = "operators.operatorframework.io.bundle.package.v1";
+/// The CSV annotation that suggests an install namespace.
+pub const SUGGESTED_NAMESPACE: &str = "operatorframework.io/suggested-namespace";
+
+/// Why a tree is not a registry+v1 bundle this provisioner installs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegistryError {
+    /// No `metadata/annotations.yaml`.
+    #[error(
+        "open {ANNOTATIONS}: file does not exist: a registry+v1 bundle names its package there ({PACKAGE_ANNOTATION})"
+    )]
+    NoAnnotations,
+    /// `metadata/annotations.yaml` names no package.
+    #[error("package name is empty: {ANNOTATIONS} has no {PACKAGE_ANNOTATION}")]
+    NoPackage,
+    /// No `manifests/` directory.
+    #[error("readdir {MANIFESTS}: file does not exist")]
+    NoManifests,
+    /// A directory inside `manifests/`.
+    #[error(
+        "subdirectories are not allowed within the \"manifests\" directory of the bundle image filesystem: found {0:?}"
+    )]
+    Subdirectory(String),
+    /// A file cannot be read.
+    #[error("{file}: {message}")]
+    Unreadable {
+        /// The file.
+        file: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A document is not a whole object.
+    #[error("{file}: document {index}: {problem}")]
+    NotAnObject {
+        /// The file.
+        file: String,
+        /// Its number in the file, from 1.
+        index: usize,
+        /// What is missing.
+        problem: NotAnObject,
+    },
+    /// No CSV.
+    #[error("no ClusterServiceVersion found in \"{MANIFESTS}\"")]
+    NoCsv,
+    /// More than one CSV.
+    #[error(
+        "more than one ClusterServiceVersion: {first} and {second}; a registry+v1 bundle has exactly one"
+    )]
+    SeveralCsvs {
+        /// The first.
+        first: String,
+        /// Another.
+        second: String,
+    },
+    /// The CSV does not read as one.
+    #[error("the ClusterServiceVersion {file} is invalid: {message}")]
+    InvalidCsv {
+        /// Its file.
+        file: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// It cannot be installed for all namespaces.
+    #[error(
+        "unsupported bundle: bundle does not support AllNamespaces install mode (it supports {0}); this provisioner installs operators for all namespaces only"
+    )]
+    NotAllNamespaces(String),
+    /// It has webhooks.
+    #[error("unsupported bundle: webhookDefinitions are not supported")]
+    Webhooks,
+    /// It serves APIs through an APIService.
+    #[error("unsupported bundle: apiServiceDefintions are not supported")]
+    ApiServices,
+    /// An install strategy other than Deployments.
+    #[error("unsupported bundle: install strategy {0:?} is not supported (only \"deployment\")")]
+    Strategy(String),
+    /// A kind that may not be in a bundle.
+    #[error("bundle contains unsupported resource: Name: {name}, Kind: {kind}")]
+    UnsupportedKind {
+        /// The object's name.
+        name: String,
+        /// Its kind.
+        kind: String,
+    },
+    /// A CRD of an API version no current server serves.
+    #[error(
+        "CustomResourceDefinition {0} is apiextensions.k8s.io/v1beta1, which Kubernetes 1.22 and later do not serve; the bundle needs apiextensions.k8s.io/v1"
+    )]
+    BetaCrd(String),
+    /// The CSV owns a CRD the bundle lacks.
+    #[error(
+        "cluster service definition references owned custom resource definition '{0}' not found in bundle"
+    )]
+    MissingOwnedCrd(String),
+    /// The same object twice.
+    #[error("{0} is defined twice")]
+    Duplicate(Box<Key>),
+}
+
+/// A manifest with where it came from.
+struct Found {
+    file: String,
+    object: Object,
+}
+
+/// The objects of the registry+v1 bundle `tree`, installed for all namespaces in its
+/// suggested namespace (else `<package>-system`).
+pub fn objects(tree: &Tree) -> Result<Vec<Object>, RegistryError> {
+    objects_in(tree, None)
+}
+
+/// The objects of the registry+v1 bundle `tree`, installed for all namespaces in `namespace`
+/// (`None`: its suggested namespace, else `<package>-system`), as upstream's renderer takes it.
+pub fn objects_in(tree: &Tree, namespace: Option<&str>) -> Result<Vec<Object>, RegistryError> {
+    let package = package(tree)?;
+    let found = manifests_of(tree)?;
+    let mut csv_file = None;
+    let (mut crds, mut others) = (Vec::new(), Vec::new());
+    for f in found {
+        match f.object.key.kind.as_str() {
+            "ClusterServiceVersion" => {
+                if let Some((first, _)) = &csv_file {
+                    return Err(RegistryError::SeveralCsvs {
+                        first: String::clone(first),
+                        second: f.file,
+                    });
+                }
+                csv_file = Some((f.file, f.object));
+            }
+            "CustomResourceDefinition" => crds.push(f.object),
+            _ => others.push(f.object),
+        }
+    }
+    let (file, csv_object) = csv_file.ok_or(RegistryError::NoCsv)?;
+    let csv: Csv = serde_json::from_value(Value::Object(csv_object.manifest)).map_err(|e| {
+        RegistryError::InvalidCsv {
+            file: file.clone(),
+            message: e.to_string(),
+        }
+    })?;
+    check_supported(&csv)?;
+    let namespace = namespace
+        .map(str::to_owned)
+        .or_else(|| {
+            csv.metadata
+                .annotations
+                .get(SUGGESTED_NAMESPACE)
+                .filter(|n| !n.is_empty())
+                .cloned()
+        })
+        .unwrap_or_else(|| format!("{package}-system"));
+
+    let others = others
+        .into_iter()
+        .map(|o| placed(o, &namespace))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut out = vec![namespace_object(&namespace)];
+    // A ServiceAccount the bundle ships (with its annotations or pull secrets) is used as it
+    // is, as OLM uses an existing one, rather than made again.
+    let shipped: BTreeSet<&Key> = others.iter().map(|o| &o.key).collect();
+    out.extend(
+        service_accounts(&csv, &namespace)
+            .into_iter()
+            .filter(|a| !shipped.contains(&a.key)),
+    );
+    out.extend(cluster_rbac(&csv, &namespace));
+    for crd in &crds {
+        if crd.api_version == "apiextensions.k8s.io/v1beta1" {
+            return Err(RegistryError::BetaCrd(crd.key.name.clone()));
+        }
+    }
+    let names: BTreeSet<&str> = crds.iter().map(|c| c.key.name.as_str()).collect();
+    if let Some(missing) = csv
+        .spec
+        .customresourcedefinitions
+        .owned
+        .iter()
+        .find(|o| !names.contains(o.name.as_str()))
+    {
+        return Err(RegistryError::MissingOwnedCrd(missing.name.clone()));
+    }
+    out.extend(crds);
+    out.extend(others);
+    out.extend(deployments(&csv, &namespace));
+    let mut seen = BTreeSet::new();
+    for o in &out {
+        if !seen.insert(&o.key) {
+            return Err(RegistryError::Duplicate(Box::new(o.key.clone())));
+        }
+    }
+    Ok(out)
+}
+
+/// The package `metadata/annotations.yaml` names.
+fn package(tree: &Tree) -> Result<String, RegistryError> {
+    let content = tree.get(ANNOTATIONS).ok_or(RegistryError::NoAnnotations)?;
+    let docs = manifests::documents(content).map_err(|e| RegistryError::Unreadable {
+        file: ANNOTATIONS.to_owned(),
+        message: e.0,
+    })?;
+    docs.first()
+        .and_then(|d| d.pointer("/annotations"))
+        .and_then(|a| a.get(PACKAGE_ANNOTATION))
+        .and_then(Value::as_str)
+        .filter(|p| !p.is_empty())
+        .map(str::to_owned)
+        .ok_or(RegistryError::NoPackage)
+}
+
+/// Every object of every file directly in `manifests/`, in file-name order.
+fn manifests_of(tree: &Tree) -> Result<Vec<Found>, RegistryError> {
+    if !tree.is_dir(MANIFESTS) {
+        return Err(RegistryError::NoManifests);
+    }
+    let mut found = Vec::new();
+    for (file, content) in tree.read_dir(MANIFESTS) {
+        let Some(content) = content else {
+            return Err(RegistryError::Subdirectory(file.to_owned()));
+        };
+        let docs = manifests::documents(content).map_err(|e| RegistryError::Unreadable {
+            file: file.to_owned(),
+            message: e.0,
+        })?;
+        for (i, doc) in docs.into_iter().enumerate() {
+            let object =
+                Object::from_manifest(doc).map_err(|problem| RegistryError::NotAnObject {
+                    file: file.to_owned(),
+                    index: i + 1,
+                    problem,
+                })?;
+            found.push(Found {
+                file: file.to_owned(),
+                object,
+            });
+        }
+    }
+    Ok(found)
+}
+
+/// What the CSV asks for that is not installed here.
+fn check_supported(csv: &Csv) -> Result<(), RegistryError> {
+    if !csv.spec.apiservicedefinitions.owned.is_empty() {
+        return Err(RegistryError::ApiServices);
+    }
+    if !csv.spec.webhookdefinitions.is_empty() {
+        return Err(RegistryError::Webhooks);
+    }
+    if !csv.supports("AllNamespaces") {
+        let modes: Vec<&str> = csv
+            .spec
+            .install_modes
+            .iter()
+            .filter(|m| m.supported)
+            .map(|m| m.type_.as_str())
+            .collect();
+        let modes = if modes.is_empty() {
+            "none".to_owned()
+        } else {
+            modes.join(", ")
+        };
+        return Err(RegistryError::NotAllNamespaces(modes));
+    }
+    let strategy = csv.spec.install.strategy.as_str();
+    if !strategy.is_empty() && strategy != "deployment" {
+        return Err(RegistryError::Strategy(strategy.to_owned()));
+    }
+    Ok(())
+}
+
+/// An object made here: `manifest` (with `apiVersion`, `kind` and `metadata` as given) and its
+/// key.
+fn made(
+    api_version: &str,
+    kind: &str,
+    namespace: Option<&str>,
+    name: &str,
+    manifest: Value,
+) -> Object {
+    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    Object {
+        api_version: api_version.to_owned(),
+        key: Key::new(group, kind, namespace, name),
+        manifest: match manifest {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        },
+    }
+}
+
+fn namespace_object(namespace: &str) -> Object {
+    made(
+        "v1",
+        "Namespace",
+        None,
+        namespace,
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}),
+    )
+}
+
+/// The ServiceAccount a permission or a Pod names (`default` when empty).
+fn account_or_default(name: &str) -> &str {
+    if name.is_empty() { "default" } else { name }
+}
+
+/// One ServiceAccount per name the permissions and the Deployments use, `default` excepted
+/// (every namespace has it), in name order.
+fn service_accounts(csv: &Csv, namespace: &str) -> Vec<Object> {
+    let strategy = &csv.spec.install.spec;
+    let from_permissions = strategy
+        .permissions
+        .iter()
+        .chain(&strategy.cluster_permissions)
+        .map(|p| account_or_default(&p.service_account_name).to_owned());
+    let from_pods = strategy.deployments.iter().map(|d| {
+        d.spec
+            .get("template")
+            .and_then(|t| t.pointer("/spec/serviceAccountName"))
+            .and_then(Value::as_str)
+            .map_or("default", account_or_default)
+            .to_owned()
+    });
+    let names: BTreeSet<String> = from_permissions.chain(from_pods).collect();
+    names
+        .iter()
+        .filter(|n| *n != "default")
+        .map(|name| {
+            made(
+                "v1",
+                "ServiceAccount",
+                Some(namespace),
+                name,
+                json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                    "metadata": {"name": name, "namespace": namespace}}),
+            )
+        })
+        .collect()
+}
+
+const RBAC: &str = "rbac.authorization.k8s.io/v1";
+
+/// ClusterRoles and their bindings: `clusterPermissions`, then `permissions` promoted (all
+/// namespaces), each promoted one with read access to namespaces added, as OLM adds it.
+fn cluster_rbac(csv: &Csv, namespace: &str) -> Vec<Object> {
+    let strategy = &csv.spec.install.spec;
+    let namespaces_rule = PolicyRule {
+        verbs: Some(vec!["get".into(), "list".into(), "watch".into()]),
+        api_groups: Some(vec![String::new()]),
+        resources: Some(vec!["namespaces".into()]),
+        resource_names: None,
+        non_resource_urls: None,
+    };
+    let promoted = strategy.permissions.iter().map(|p| {
+        let mut rules = p.rules.clone().unwrap_or_default();
+        rules.push(namespaces_rule.clone());
+        Permission {
+            service_account_name: p.service_account_name.clone(),
+            rules: Some(rules),
+        }
+    });
+    let all: Vec<Permission> = strategy
+        .cluster_permissions
+        .iter()
+        .cloned()
+        .chain(promoted)
+        .collect();
+    let mut roles = Vec::new();
+    let mut bindings = Vec::new();
+    for permission in &all {
+        let account = account_or_default(&permission.service_account_name);
+        let name = names::rbac_name(&csv.metadata.name, account, permission);
+        let rules = serde_json::to_value(&permission.rules).unwrap_or(Value::Null);
+        roles.push(made(
+            RBAC,
+            "ClusterRole",
+            None,
+            &name,
+            json!({
+                "apiVersion": RBAC, "kind": "ClusterRole",
+                "metadata": {"name": name}, "rules": rules,
+            }),
+        ));
+        bindings.push(made(
+            RBAC,
+            "ClusterRoleBinding",
+            None,
+            &name,
+            json!({
+                "apiVersion": RBAC, "kind": "ClusterRoleBinding",
+                "metadata": {"name": name},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+                "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
+            }),
+        ));
+    }
+    roles.extend(bindings);
+    roles
+}
+
+/// A bundle's own object: of an allowed kind, in the install namespace if namespaced.
+fn placed(mut other: Object, namespace: &str) -> Result<Object, RegistryError> {
+    let namespaced =
+        kinds::supported(&other.key.kind).ok_or_else(|| RegistryError::UnsupportedKind {
+            name: other.key.name.clone(),
+            kind: other.key.kind.clone(),
+        })?;
+    if namespaced {
+        other.key.namespace = Some(namespace.to_owned());
+        if let Some(Value::Object(meta)) = other.manifest.get_mut("metadata") {
+            meta.insert("namespace".into(), Value::String(namespace.to_owned()));
+        }
+    }
+    Ok(other)
+}
+
+/// The CSV's Deployments.
+fn deployments(csv: &Csv, namespace: &str) -> Vec<Object> {
+    csv.spec
+        .install
+        .spec
+        .deployments
+        .iter()
+        .map(|d| {
+            let mut spec = d.spec.clone();
+            spec.insert("revisionHistoryLimit".into(), json!(1));
+            let mut template = take_object(&mut spec, "template");
+            let mut meta = take_object(&mut template, "metadata");
+            let own = take_object(&mut meta, "annotations");
+            // The CSV's annotations, the template's own over them, then OLM's two.
+            let mut annotations: BTreeMap<String, Value> = csv
+                .metadata
+                .annotations
+                .iter()
+                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                .collect();
+            annotations.extend(own);
+            annotations.insert("olm.targetNamespaces".into(), json!(""));
+            annotations.insert("olm.operatorNamespace".into(), json!(namespace));
+            meta.insert(
+                "annotations".into(),
+                Value::Object(annotations.into_iter().collect()),
+            );
+            template.insert("metadata".into(), Value::Object(meta));
+            spec.insert("template".into(), Value::Object(template));
+            let mut metadata = json!({"name": d.name, "namespace": namespace});
+            if let Some(labels) = &d.label {
+                metadata["labels"] = json!(labels);
+            }
+            made(
+                "apps/v1",
+                "Deployment",
+                Some(namespace),
+                &d.name,
+                json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                    "metadata": metadata, "spec": spec}),
+            )
+        })
+        .collect()
+}
+
+/// The object at `key` of `map`, taken out (empty if missing or not an object).
+fn take_object(map: &mut Map<String, Value>, key: &str) -> Map<String, Value> {
+    match map.remove(key) {
+        Some(Value::Object(inner)) => inner,
+        _ => Map::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,286 @@
+use serde_json::json;
+
+use super::*;
+
+const ANNOTATIONS_YAML: &str =
+    "annotations:\n  operators.operatorframework.io.bundle.package.v1: widget\n";
+
+fn csv() -> Value {
+    json!({
+        "apiVersion": "operators.coreos.com/v1alpha1",
+        "kind": "ClusterServiceVersion",
+        "metadata": {"name": "widget.v1.0.0", "annotations": {"capabilities": "Basic Install"}},
+        "spec": {
+            "installModes": [
+                {"type": "OwnNamespace", "supported": true},
+                {"type": "AllNamespaces", "supported": true},
+            ],
+            "customresourcedefinitions": {"owned": [{"name": "widgets.example.com"}]},
+            "install": {"strategy": "deployment", "spec": {
+                "clusterPermissions": [{"serviceAccountName": "widget", "rules": [
+                    {"apiGroups": ["example.com"], "resources": ["widgets"], "verbs": ["*"]}]}],
+                "permissions": [{"serviceAccountName": "", "rules": [
+                    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]}],
+                "deployments": [{"name": "widget-manager", "label": {"app": "widget"}, "spec": {
+                    "selector": {"matchLabels": {"app": "widget"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "widget"},
+                                     "annotations": {"capabilities": "Full Lifecycle"}},
+                        "spec": {"serviceAccountName": "widget-runner",
+                                 "containers": [{"name": "m", "image": "example.com/widget:1"}]}}}}],
+            }},
+        },
+    })
+}
+
+fn crd(api_version: &str) -> Value {
+    json!({"apiVersion": api_version, "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"}, "spec": {"group": "example.com"}})
+}
+
+fn bundle(docs: &[Value]) -> Tree {
+    let mut tree = Tree::new().file(ANNOTATIONS, ANNOTATIONS_YAML);
+    for (i, doc) in docs.iter().enumerate() {
+        tree = tree.file(&format!("manifests/{i:02}.json"), doc.to_string());
+    }
+    tree
+}
+
+fn converted(docs: &[Value]) -> Vec<Object> {
+    objects(&bundle(docs)).unwrap_or_else(|e| unreachable!("{e}"))
+}
+
+fn find<'a>(objects: &'a [Object], kind: &str) -> Vec<&'a Object> {
+    objects.iter().filter(|o| o.key.kind == kind).collect()
+}
+
+#[test]
+fn the_csv_becomes_namespace_accounts_cluster_rbac_crds_and_deployments() {
+    let out = converted(&[csv(), crd("apiextensions.k8s.io/v1")]);
+    let kinds: Vec<&str> = out.iter().map(|o| o.key.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "Namespace",
+            "ServiceAccount",
+            "ServiceAccount",
+            "ClusterRole",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "ClusterRoleBinding",
+            "CustomResourceDefinition",
+            "Deployment"
+        ]
+    );
+    // No suggested namespace: <package>-system.
+    assert_eq!(out[0].key.name, "widget-system");
+    // Accounts the permissions and the Pods name; `default` (the empty name) is never made.
+    let accounts: Vec<&str> = find(&out, "ServiceAccount")
+        .iter()
+        .map(|o| o.key.name.as_str())
+        .collect();
+    assert_eq!(accounts, ["widget", "widget-runner"]);
+    assert!(
+        find(&out, "ServiceAccount")
+            .iter()
+            .all(|o| o.key.namespace.as_deref() == Some("widget-system"))
+    );
+    // The promoted permission reads namespaces too, and is bound to `default`.
+    let roles = find(&out, "ClusterRole");
+    let promoted = roles
+        .iter()
+        .find(|r| r.manifest["rules"].as_array().is_some_and(|l| l.len() == 2))
+        .unwrap_or_else(|| unreachable!());
+    assert_eq!(
+        promoted.manifest["rules"][1],
+        json!({"verbs": ["get", "list", "watch"], "apiGroups": [""], "resources": ["namespaces"]})
+    );
+    let binding = find(&out, "ClusterRoleBinding")
+        .into_iter()
+        .find(|b| b.key.name == promoted.key.name)
+        .unwrap_or_else(|| unreachable!());
+    assert_eq!(
+        binding.manifest["subjects"],
+        json!([{"kind": "ServiceAccount", "name": "default", "namespace": "widget-system"}])
+    );
+    assert_eq!(
+        binding.manifest["roleRef"]["name"],
+        json!(promoted.key.name)
+    );
+    assert!(roles.iter().all(|r| r.key.name.len() <= names::MAX_NAME));
+    // `<csv>-<account>` (here `widget.v1.0.0-default`), cut so that the hash fits.
+    assert!(
+        promoted.key.name.starts_with("widget.v1.0.0-d"),
+        "{}",
+        promoted.key.name
+    );
+}
+
+#[test]
+fn deployments_carry_the_csv_annotations_under_their_own_and_olms_two() {
+    let out = converted(&[csv(), crd("apiextensions.k8s.io/v1")]);
+    let d = find(&out, "Deployment")[0];
+    assert_eq!(d.key.namespace.as_deref(), Some("widget-system"));
+    assert_eq!(d.manifest["metadata"]["labels"], json!({"app": "widget"}));
+    assert_eq!(d.manifest["spec"]["revisionHistoryLimit"], json!(1));
+    let annotations = &d.manifest["spec"]["template"]["metadata"]["annotations"];
+    assert_eq!(
+        annotations,
+        &json!({
+            "capabilities": "Full Lifecycle",
+            "olm.targetNamespaces": "",
+            "olm.operatorNamespace": "widget-system",
+        })
+    );
+    // The rest of the template as written.
+    assert_eq!(
+        d.manifest["spec"]["template"]["metadata"]["labels"],
+        json!({"app": "widget"})
+    );
+    assert_eq!(
+        d.manifest["spec"]["template"]["spec"]["containers"][0]["image"],
+        json!("example.com/widget:1")
+    );
+}
+
+#[test]
+fn the_suggested_namespace_wins_and_namespaced_objects_are_moved_into_it() {
+    let mut c = csv();
+    c["metadata"]["annotations"][SUGGESTED_NAMESPACE] = json!("widgets");
+    let config = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "settings", "namespace": "elsewhere"}});
+    let class = json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+        "metadata": {"name": "widget-critical"}, "value": 1000});
+    let out = converted(&[c, crd("apiextensions.k8s.io/v1"), config, class]);
+    assert_eq!(out[0].key.name, "widgets");
+    let cm = find(&out, "ConfigMap")[0];
+    assert_eq!(cm.key.namespace.as_deref(), Some("widgets"));
+    assert_eq!(cm.manifest["metadata"]["namespace"], json!("widgets"));
+    let pc = find(&out, "PriorityClass")[0];
+    assert_eq!(pc.key.namespace, None);
+    assert!(pc.manifest["metadata"].get("namespace").is_none());
+}
+
+fn refused(tree: &Tree) -> String {
+    match objects(tree) {
+        Err(e) => e.to_string(),
+        Ok(o) => unreachable!("converted: {o:?}"),
+    }
+}
+
+#[test]
+fn a_bundle_without_its_package_is_refused() {
+    let no_annotations = Tree::new().file("manifests/a.json", csv().to_string());
+    assert!(refused(&no_annotations).starts_with("open metadata/annotations.yaml"));
+    let no_package = Tree::new()
+        .file(ANNOTATIONS, "annotations: {}\n")
+        .file("manifests/a.json", csv().to_string());
+    assert!(refused(&no_package).starts_with("package name is empty"));
+    let no_manifests = Tree::new().file(ANNOTATIONS, ANNOTATIONS_YAML);
+    assert_eq!(
+        refused(&no_manifests),
+        "readdir manifests: file does not exist"
+    );
+}
+
+#[test]
+fn exactly_one_csv() {
+    assert_eq!(
+        refused(&bundle(&[crd("apiextensions.k8s.io/v1")])),
+        "no ClusterServiceVersion found in \"manifests\""
+    );
+    let two = refused(&bundle(&[csv(), csv()]));
+    assert_eq!(
+        two,
+        "more than one ClusterServiceVersion: manifests/00.json and manifests/01.json; a registry+v1 bundle has exactly one"
+    );
+}
+
+#[test]
+fn what_only_other_install_modes_or_webhooks_or_api_services_need_is_refused() {
+    let mut own = csv();
+    own["spec"]["installModes"] = json!([{"type": "OwnNamespace", "supported": true},
+        {"type": "AllNamespaces", "supported": false}]);
+    assert_eq!(
+        refused(&bundle(&[own, crd("apiextensions.k8s.io/v1")])),
+        "unsupported bundle: bundle does not support AllNamespaces install mode (it supports OwnNamespace); this provisioner installs operators for all namespaces only"
+    );
+    let mut hooks = csv();
+    hooks["spec"]["webhookdefinitions"] = json!([{"type": "ValidatingAdmissionWebhook"}]);
+    assert_eq!(
+        refused(&bundle(&[hooks, crd("apiextensions.k8s.io/v1")])),
+        "unsupported bundle: webhookDefinitions are not supported"
+    );
+    let mut apis = csv();
+    apis["spec"]["apiservicedefinitions"] = json!({"owned": [{"name": "v1.metrics"}]});
+    assert_eq!(
+        refused(&bundle(&[apis, crd("apiextensions.k8s.io/v1")])),
+        "unsupported bundle: apiServiceDefintions are not supported"
+    );
+    let mut strategy = csv();
+    strategy["spec"]["install"]["strategy"] = json!("helm");
+    assert!(refused(&bundle(&[strategy, crd("apiextensions.k8s.io/v1")])).contains("\"helm\""));
+}
+
+#[test]
+fn objects_the_bundle_may_not_carry_are_refused() {
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "extra"}});
+    assert_eq!(
+        refused(&bundle(&[
+            csv(),
+            crd("apiextensions.k8s.io/v1"),
+            deployment
+        ])),
+        "bundle contains unsupported resource: Name: extra, Kind: Deployment"
+    );
+    assert!(
+        refused(&bundle(&[csv(), crd("apiextensions.k8s.io/v1beta1")]))
+            .contains("is apiextensions.k8s.io/v1beta1")
+    );
+    assert_eq!(
+        refused(&bundle(&[csv()])),
+        "cluster service definition references owned custom resource definition 'widgets.example.com' not found in bundle"
+    );
+    let config = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}});
+    assert_eq!(
+        refused(&bundle(&[
+            csv(),
+            crd("apiextensions.k8s.io/v1"),
+            config.clone(),
+            config
+        ])),
+        "ConfigMap widget-system/a is defined twice"
+    );
+    let broken = Tree::new()
+        .file(ANNOTATIONS, ANNOTATIONS_YAML)
+        .file("manifests/a.yaml", "kind: [");
+    assert!(refused(&broken).starts_with("manifests/a.yaml: invalid YAML"));
+    let nested = bundle(&[csv()]).dir("manifests/sub");
+    assert!(refused(&nested).contains("found \"manifests/sub\""));
+    let mut bad = csv();
+    bad["spec"]["install"] = json!("deployment");
+    assert!(
+        refused(&bundle(&[bad]))
+            .starts_with("the ClusterServiceVersion manifests/00.json is invalid")
+    );
+}
+
+#[test]
+fn a_service_account_the_bundle_ships_is_used_as_shipped() {
+    let account = json!({"apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": "widget", "annotations": {"note": "ours"}},
+        "imagePullSecrets": [{"name": "pull"}]});
+    let out = converted(&[csv(), crd("apiextensions.k8s.io/v1"), account]);
+    let accounts = find(&out, "ServiceAccount");
+    assert_eq!(accounts.len(), 2);
+    let widget = accounts
+        .iter()
+        .find(|a| a.key.name == "widget")
+        .unwrap_or_else(|| unreachable!());
+    assert_eq!(
+        widget.manifest["imagePullSecrets"],
+        json!([{"name": "pull"}])
+    );
+    assert_eq!(widget.key.namespace.as_deref(), Some("widget-system"));
+}
