@@ -10,7 +10,8 @@
 //!   promoting them, per `permissions` entry (with `get`/`list`/`watch` on namespaces added,
 //!   as OLM adds it), named by [`names::rbac_name`];
 //! * the CRDs, as written;
-//! * the other objects of [`kinds`], namespaced ones moved to the install namespace;
+//! * the other objects of [`kinds`], namespaced ones moved to the install namespace (and
+//!   cluster-scoped ones out of any);
 //! * the Deployments of `spec.install.spec.deployments`, in the install namespace, with the
 //!   CSV's annotations (and `olm.targetNamespaces: ""`, `olm.operatorNamespace`) on their Pod
 //!   templates and `revisionHistoryLimit: 1`.
@@ -442,11 +443,13 @@ fn placed(mut other: Object, namespace: &str) -> Result<Object, RegistryError> {
             name: other.key.name.clone(),
             kind: other.key.kind.clone(),
         })?;
-    if namespaced {
-        other.key.namespace = Some(namespace.to_owned());
-        if let Some(Value::Object(meta)) = other.manifest.get_mut("metadata") {
-            meta.insert("namespace".into(), Value::String(namespace.to_owned()));
-        }
+    // Namespaced: in the install namespace; cluster-scoped: in none, whatever it says.
+    other.key.namespace = namespaced.then(|| namespace.to_owned());
+    if let Some(Value::Object(meta)) = other.manifest.get_mut("metadata") {
+        match &other.key.namespace {
+            Some(ns) => meta.insert("namespace".into(), Value::String(ns.clone())),
+            None => meta.remove("namespace"),
+        };
     }
     Ok(other)
 }

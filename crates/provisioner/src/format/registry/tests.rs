@@ -150,7 +150,7 @@ fn the_suggested_namespace_wins_and_namespaced_objects_are_moved_into_it() {
     let config = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "settings", "namespace": "elsewhere"}});
     let class = json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-        "metadata": {"name": "widget-critical"}, "value": 1000});
+        "metadata": {"name": "widget-critical", "namespace": "stray"}, "value": 1000});
     let out = converted(&[c, crd("apiextensions.k8s.io/v1"), config, class]);
     assert_eq!(out[0].key.name, "widgets");
     let cm = find(&out, "ConfigMap")[0];
