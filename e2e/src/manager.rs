@@ -572,7 +572,8 @@ pub fn start_provisioner_with(name: &str, extra_args: &[String]) -> Result<Provi
     let flags = [
         format!("--namespace={OLM_NAMESPACE}"),
         "--http-timeout-seconds=10".to_owned(),
-        "--max-content-bytes=1048576".to_owned(),
+        // Real registry+v1 bundles carry large CRDs (argocd-operator's: 1.3 MB).
+        "--max-content-bytes=8388608".to_owned(),
         "--allow-loopback-sources".to_owned(),
         format!(
             "--registry-ca-file={}",
