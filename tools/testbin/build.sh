@@ -113,6 +113,7 @@ build_helm() {
     -X helm.sh/helm/v3/internal/version.version=v$HELM_VERSION \
     -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 \
     -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor"
+  mv "$helm_out/helm.tmp" "$helm_out/helm"
 }
 
 build_coredns() {
