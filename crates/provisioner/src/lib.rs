@@ -18,10 +18,12 @@
 //! * [`prune`]: what an upgrade or a deletion removes, CRDs apart.
 //! * [`source`]: what a template asks to fetch and in which format (refusals before any fetch),
 //!   and the `configMaps` source's files.
-//! * [`status`]: the conditions after a reconcile (`Unpacked`, `HasValidBundle`, `Installed`).
+//! * [`status`]: the conditions after a reconcile (`Unpacked`, `HasValidBundle`, `Installed`,
+//!   `Healthy`).
+//! * [`health`]: whether installed objects work, from their status.
 //! * [`template`]: the hash that names an unpacked template, and `status.activeBundle`.
 //! * [`format`]: each bundle format as a pure conversion from a file tree to objects
-//!   ([`format::plain`]: plain+v0).
+//!   ([`format::plain`]: plain+v0; [`format::registry`]: registry+v1).
 
 pub mod apply;
 pub mod applyset;
@@ -32,6 +34,7 @@ pub mod controller;
 pub mod drift;
 pub mod fetch;
 pub mod format;
+pub mod health;
 pub mod kinds;
 pub mod manager;
 pub mod marks;

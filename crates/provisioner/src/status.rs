@@ -4,6 +4,7 @@
 //! Three conditions, each about one thing:
 //! * `Unpacked`: whether the wanted template's content was fetched (Unknown while it is).
 //! * `HasValidBundle`: whether that content is an installable bundle of its format.
+//! * `Healthy`: whether what is installed works ([`crate::health`]), on by default.
 //! * `Installed`: whether the wanted template is what is installed. A failed upgrade says so
 //!   (`UpgradeFailed`, naming the object and quoting the API server) while `activeBundle` keeps
 //!   naming the version that still runs; a template change that cannot even be unpacked
@@ -20,6 +21,8 @@ pub mod types {
     pub const HAS_VALID_BUNDLE: &str = "HasValidBundle";
     /// The wanted template is installed.
     pub const INSTALLED: &str = "Installed";
+    /// What is installed works (workloads rolled out and available, APIs established).
+    pub const HEALTHY: &str = "Healthy";
 }
 
 /// Condition reasons (upstream's where it had one).
@@ -50,6 +53,12 @@ pub mod reasons {
     pub const KIND_NOT_ALLOWED: &str = "KindNotAllowed";
     /// Applying an object failed (metrics and events; the condition says which install).
     pub const APPLY_FAILED: &str = "ApplyFailed";
+    /// Every workload and API of the installed bundle is ready.
+    pub const HEALTHY: &str = "Healthy";
+    /// One is not (the message names it).
+    pub const UNHEALTHY: &str = "Unhealthy";
+    /// Nothing is installed, so nothing can be healthy.
+    pub const INSTALLATION_STATUS_FALSE: &str = "InstallationStatusFalse";
 }
 
 /// A template by its bundle name, `<bd>-<hash>` (`status.activeBundle`): the name is all a
@@ -227,6 +236,42 @@ pub fn verdict(
     Verdict {
         conditions,
         installed: installed_after,
+    }
+}
+
+/// The `Healthy` condition (status, reason, message) after a reconcile: what `health` found of
+/// the installed `bundle`; when it was not looked at, `False` if nothing is installed, else
+/// unchanged (`None`).
+pub fn healthy(
+    health: Option<&crate::health::Health>,
+    installed: Option<&Installed>,
+) -> Option<(&'static str, &'static str, String)> {
+    use crate::health::Health;
+    match (health, installed) {
+        (Some(Health::Healthy { count }), Some(i)) => Some((
+            "True",
+            reasons::HEALTHY,
+            if *count == 0 {
+                format!(
+                    "{} is healthy: it has no workload or API to wait for",
+                    i.bundle
+                )
+            } else {
+                format!(
+                    "{} is healthy: its {count} workloads and APIs are ready",
+                    i.bundle
+                )
+            },
+        )),
+        (Some(Health::Unhealthy { key, message }), Some(_)) => {
+            Some(("False", reasons::UNHEALTHY, format!("{key}: {message}")))
+        }
+        (_, None) => Some((
+            "False",
+            reasons::INSTALLATION_STATUS_FALSE,
+            "nothing is installed (see Installed)".to_owned(),
+        )),
+        (None, Some(_)) => None,
     }
 }
 

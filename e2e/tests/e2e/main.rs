@@ -13,6 +13,7 @@ mod provisioner;
 mod provisioner_bundles;
 mod provisioner_controller;
 mod provisioner_fetch;
+mod provisioner_health;
 mod provisioner_registry;
 mod provisioner_restart;
 mod samples;

@@ -13,10 +13,11 @@ use olm_api::bundle_deployment::BundleDeployment;
 use olm_runtime::{EventPublisher, EventType};
 use serde_json::json;
 
-use crate::apply::{Applier, ApplyError};
+use crate::apply::{Applied, Applier, ApplyError};
 use crate::drift::Drift;
 use crate::fetch::Fetcher;
 use crate::format::{plain, registry};
+use crate::health::Health;
 use crate::kinds::Allowed;
 use crate::marks::Owner;
 use crate::metrics::ProvisionerMetrics;
@@ -57,6 +58,8 @@ pub struct Context {
     pub drift: Drift,
     /// How often an installed BundleDeployment is looked at again without a trigger.
     pub resync: Duration,
+    /// The applied objects whose health each BundleDeployment's `Healthy` tells.
+    pub health_targets: Mutex<HashMap<String, Vec<Applied>>>,
 }
 
 impl Context {
@@ -80,6 +83,7 @@ impl Context {
             metrics,
             drift,
             resync: RESYNC,
+            health_targets: Mutex::default(),
         }
     }
 
@@ -156,6 +160,10 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .remove(&name);
+            ctx.health_targets
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&name);
             let _ = ctx.metrics.managed_objects.remove_label_values(&[&name]);
             ctx.drift.state().forget(&name);
             set_finalizer(&ctx.client, &name, false).await?;
@@ -172,6 +180,7 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
                 installed_of(&bd).as_ref(),
                 &wanted,
                 &attempt,
+                None,
                 None,
             )
             .await?;
@@ -191,6 +200,12 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
                 .with_label_values(&[attempt.reason()])
                 .inc();
             let retry = !matches!(attempt, Attempt::Applied);
+            // Health is looked at after every apply; a change of a workload's status moves its
+            // resourceVersion, which the drift watches see, so it is looked at again then.
+            let health = match attempt {
+                Attempt::Applied => Some(health(&ctx, &name).await),
+                _ => None,
+            };
             let changed = report::write_status(
                 &ctx,
                 &bd,
@@ -198,6 +213,7 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
                 &wanted,
                 &attempt,
                 fetched.as_deref(),
+                health.as_ref(),
             )
             .await?;
             if changed {
@@ -206,6 +222,39 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
             Ok(Action::requeue(if retry { RETRY } else { ctx.resync }))
         }
     }
+}
+
+/// The health of what `bd` has applied, each looked-at object read from the API server (one
+/// that cannot be read counts as unhealthy, saying why).
+async fn health(ctx: &Context, bd: &str) -> Health {
+    let targets = ctx
+        .health_targets
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(bd)
+        .cloned()
+        .unwrap_or_default();
+    let mut seen = Vec::with_capacity(targets.len());
+    for target in targets {
+        let api: Api<kube::api::DynamicObject> = match &target.key.namespace {
+            // Placed: cluster-scoped objects have no namespace.
+            Some(ns) => Api::namespaced_with(ctx.client.clone(), ns, &target.resource),
+            None => Api::all_with(ctx.client.clone(), &target.resource),
+        };
+        match api.get_opt(&target.key.name).await {
+            Ok(object) => seen.push((
+                target.key,
+                object.and_then(|o| serde_json::to_value(o).ok()),
+            )),
+            Err(e) => {
+                return Health::Unhealthy {
+                    key: target.key,
+                    message: format!("could not be read: {e}"),
+                };
+            }
+        }
+    }
+    crate::health::of(&seen)
 }
 
 impl From<ApplyError> for Attempt {
@@ -285,6 +334,18 @@ async fn install(
                     .map(|a| (a.key.clone(), a.version.clone())),
             );
             ctx.drift.watch(&synced.applied);
+            ctx.health_targets
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(
+                    owner.name.clone(),
+                    synced
+                        .applied
+                        .iter()
+                        .filter(|a| crate::health::watched(&a.key))
+                        .cloned()
+                        .collect(),
+                );
             if !synced.removed.is_empty() {
                 let note = format!("pruned {}", report::list(&synced.removed));
                 tracing::info!(bundle_deployment = %owner.name, "{note}");

@@ -5,13 +5,25 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use olm_api::bundle_deployment::{BundleDeployment, ResolvedSource};
+use olm_api::conditions::{clip_message, set_condition};
 use olm_runtime::EventType;
 use serde_json::json;
 
 use super::{Context, Error};
 use crate::apply::FIELD_MANAGER;
+use crate::health::Health;
 use crate::object::Key;
-use crate::status::{Attempt, Installed, Verdict, reasons, resolved_after, verdict};
+use crate::status::{
+    Attempt, Installed, Verdict, healthy, reasons, resolved_after, types, verdict,
+};
+
+/// The status of the condition `type_`, if set.
+fn condition_status(conditions: &[Condition], type_: &str) -> Option<String> {
+    conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| c.status.clone())
+}
 
 /// Applies our status fields, all of them: an apply drops those of ours it leaves out.
 async fn apply_status(
@@ -51,6 +63,7 @@ pub(super) async fn write_status(
     wanted: &Installed,
     attempt: &Attempt,
     fetched: Option<&str>,
+    health: Option<&Health>,
 ) -> Result<bool, Error> {
     let status = bd.status.clone().unwrap_or_default();
     let now = Time(k8s_openapi::jiff::Timestamp::now());
@@ -65,6 +78,35 @@ pub(super) async fn write_status(
         bd.metadata.generation,
         &now,
     );
+    let mut conditions = conditions;
+    let was_healthy = condition_status(&status.conditions, types::HEALTHY);
+    if let Some((state, reason, message)) = healthy(health, after.as_ref()) {
+        set_condition(
+            &mut conditions,
+            Condition {
+                type_: types::HEALTHY.to_owned(),
+                status: state.to_owned(),
+                reason: reason.to_owned(),
+                message: clip_message(message),
+                observed_generation: bd.metadata.generation,
+                last_transition_time: now.clone(),
+            },
+        );
+    }
+    let is_healthy = condition_status(&conditions, types::HEALTHY);
+    if was_healthy != is_healthy
+        && let Some(c) = conditions.iter().find(|c| c.type_ == types::HEALTHY)
+        && c.reason != reasons::INSTALLATION_STATUS_FALSE
+    {
+        let type_ = if c.status == "True" {
+            EventType::Normal
+        } else {
+            EventType::Warning
+        };
+        ctx.events
+            .publish(bd, type_, &c.reason, "Health", c.message.clone())
+            .await;
+    }
     let active = after.map(|i| i.bundle);
     let recorded = status
         .resolved_source

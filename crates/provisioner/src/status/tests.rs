@@ -255,3 +255,35 @@ fn the_resolved_source_follows_what_is_installed() {
         );
     }
 }
+
+#[test]
+fn healthy_tells_what_the_installed_objects_say() {
+    use crate::health::Health;
+    use crate::object::Key;
+    let i = Installed {
+        bundle: "b-1".into(),
+    };
+    let (status, reason, message) =
+        healthy(Some(&Health::Healthy { count: 2 }), Some(&i)).unwrap_or_default();
+    assert_eq!((status, reason), ("True", reasons::HEALTHY));
+    assert!(message.contains("its 2 workloads"), "{message}");
+    let sick = Health::Unhealthy {
+        key: Key::new("apps", "Deployment", Some("ns"), "web"),
+        message: "ProgressDeadlineExceeded: timed out".into(),
+    };
+    assert_eq!(
+        healthy(Some(&sick), Some(&i)),
+        Some((
+            "False",
+            reasons::UNHEALTHY,
+            "Deployment.apps ns/web: ProgressDeadlineExceeded: timed out".to_owned()
+        ))
+    );
+    let (status, reason, _) = healthy(None, None).unwrap_or_default();
+    assert_eq!(
+        (status, reason),
+        ("False", reasons::INSTALLATION_STATUS_FALSE)
+    );
+    // Not looked at (an upgrade that failed): what was said stays.
+    assert_eq!(healthy(None, Some(&i)), None);
+}
