@@ -231,13 +231,14 @@ pub fn kill_container_processes(program: &str) -> Result<usize> {
     Ok(killed)
 }
 
-/// Every version of a generator Pod of catalogd's namespace seen from now on (catalogd deletes
-/// them once collected), until the returned task is aborted.
+/// Every version of a generator Pod of `namespace` (catalogd's) seen from now on (catalogd
+/// deletes them once collected), until the returned task is aborted.
 pub fn watch_generator_pods(
     client: &kube::Client,
+    namespace: &str,
 ) -> (Arc<Mutex<Vec<Pod>>>, tokio::task::JoinHandle<()>) {
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let pods: Api<Pod> = Api::namespaced(client.clone(), crate::manager::OLM_NAMESPACE);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let config = watcher::Config::default().labels("olm-rs.io/catalog-generator=true");
     let into = seen.clone();
     let task = tokio::spawn(async move {

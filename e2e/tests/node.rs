@@ -148,7 +148,7 @@ async fn the_chart_runs_every_manager_as_a_pod_that_reaches_the_others_by_servic
     // registry writes the catalog; catalogd's own image collects and uploads it to the catalogd
     // Pod), with the sandbox its spec asks for, and what it wrote is served.
     let busybox = push_busybox(&registry, "1.36").await.unwrap();
-    let (seen, watch) = watch_generator_pods(&client);
+    let (seen, watch) = watch_generator_pods(&client, OLM_NAMESPACE);
     let generated = ctx.name("gen");
     let catalogs = create_catalog(
         &ctx,

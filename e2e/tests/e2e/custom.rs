@@ -72,7 +72,7 @@ async fn generators_are_collected_and_their_failures_explained() {
     let busybox = push_busybox(&registry, "1.36").await.unwrap();
     push_manager(&registry, "catalogd", "e2e").await.unwrap();
     let generator = |script: &str| generator(&busybox, script);
-    let (seen, watch) = watch_generator_pods(&ctx.client);
+    let (seen, watch) = watch_generator_pods(&ctx.client, OLM_NAMESPACE);
     let name = ctx.name("gen");
     let events: Api<Event> = Api::namespaced(ctx.client.clone(), "default");
 
