@@ -50,7 +50,10 @@ async fn deploy(ctx: &TestContext, name: &str, image: &str) -> String {
 }
 
 /// The condition `type_` of `bd`: (status, reason, message).
-fn condition(bd: Option<&BundleDeployment>, type_: &str) -> Option<(String, String, String)> {
+pub(crate) fn condition(
+    bd: Option<&BundleDeployment>,
+    type_: &str,
+) -> Option<(String, String, String)> {
     let c = bd?
         .status
         .as_ref()?

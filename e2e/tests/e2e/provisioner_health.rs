@@ -9,6 +9,8 @@ use std::time::Duration;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use olm_api::bundle_deployment::BundleDeployment;
 use olm_e2e::context::TestContext;
+
+use crate::provisioner_bundles::condition;
 use olm_e2e::images::{Entry, layer, push};
 use olm_e2e::manager::provisioner;
 use olm_e2e::node::{push_busybox, registry};
@@ -61,16 +63,6 @@ fn spec(image: &str) -> Value {
     json!({"provisionerClassName": "core-rukpak-io-plain", "template": {"spec": {
         "provisionerClassName": "core-rukpak-io-plain",
         "source": {"type": "image", "image": {"ref": image}}}}})
-}
-
-fn condition(bd: Option<&BundleDeployment>, type_: &str) -> Option<(String, String, String)> {
-    let c = bd?
-        .status
-        .as_ref()?
-        .conditions
-        .iter()
-        .find(|c| c.type_ == type_)?;
-    Some((c.status.clone(), c.reason.clone(), c.message.clone()))
 }
 
 #[tokio::test]

@@ -16,6 +16,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, DeleteParams, PostParams};
 use olm_api::bundle_deployment::BundleDeployment;
 use olm_e2e::context::TestContext;
+
+use crate::provisioner_bundles::condition;
 use olm_e2e::images::{Entry, layer, push};
 use olm_e2e::manager::provisioner;
 use olm_e2e::wait::{wait_for, wait_for_deletion};
@@ -103,16 +105,6 @@ async fn deploy(ctx: &TestContext, name: &str, image: &str) -> String {
         .await
         .unwrap();
     name
-}
-
-fn condition(bd: Option<&BundleDeployment>, type_: &str) -> Option<(String, String, String)> {
-    let c = bd?
-        .status
-        .as_ref()?
-        .conditions
-        .iter()
-        .find(|c| c.type_ == type_)?;
-    Some((c.status.clone(), c.reason.clone(), c.message.clone()))
 }
 
 /// The documents of a golden YAML file.
