@@ -46,6 +46,11 @@ pub const VERSION_PATTERN: &str = r"^(\s*(=||!=|>|<|>=|=>|<=|=<|~|~>|\^)\s*(v?(0
         json_path = r#".status.conditions[?(@.type=="Installed")].status"#
     ),
     printcolumn(
+        name = "Healthy",
+        type_ = "string",
+        json_path = r#".status.conditions[?(@.type=="Healthy")].status"#
+    ),
+    printcolumn(
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"

@@ -3,7 +3,9 @@
 //! BundleDeployment is never deleted or downgraded for want of an answer), the whole status,
 //! and the events that tell people what changed and why.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use std::borrow::Cow;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::ResourceExt;
 use olm_api::bundle_deployment::BundleDeployment;
 use olm_api::conditions::{find_condition, set_condition};
@@ -12,7 +14,7 @@ use olm_resolver::resolve::Resolved;
 
 use crate::bundle_deployment::{controlled_by, desired, up_to_date};
 use crate::resolution::{Answer, Decision, LeftOut};
-use crate::status::{condition, deprecation, installed_from, reasons, types};
+use crate::status::{condition, deprecation, healthy_from, installed_from, reasons, types};
 
 /// An event to publish about the Operator.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,6 +95,65 @@ fn left_out_sentence(decision: &Decision) -> String {
         String::new()
     } else {
         format!(" Catalogs left out of resolution: {}.", parts.join("; "))
+    }
+}
+
+/// `bd` as it will read once written over `existing`: the status kept, the generation moved
+/// on when the spec changes. So a change costs one status write, not two.
+fn as_written(bd: &BundleDeployment, existing: Option<&BundleDeployment>) -> BundleDeployment {
+    let mut written = bd.clone();
+    written.status = existing.and_then(|e| e.status.clone());
+    written.metadata.generation = existing.and_then(|e| {
+        let bump = i64::from(e.spec != bd.spec);
+        e.metadata.generation.map(|g| g + bump)
+    });
+    written
+}
+
+/// The Operator's `Healthy` condition: the BundleDeployment's, when there is one to read.
+fn healthy(
+    bd: Option<&BundleDeployment>,
+    install_failed: bool,
+    generation: Option<i64>,
+    now: &Time,
+) -> Condition {
+    let (state, reason, message) = match bd {
+        Some(bd) => healthy_from(bd),
+        None if install_failed => (
+            "Unknown",
+            reasons::HEALTH_STATUS_UNKNOWN,
+            "health is not known: the bundledeployment could not be written (see Installed)"
+                .to_owned(),
+        ),
+        None => (
+            "False",
+            reasons::NOT_INSTALLED,
+            "nothing is installed (see Installed)".to_owned(),
+        ),
+    };
+    condition(types::HEALTHY, state, reason, message, generation, now)
+}
+
+/// Events for a change of health: a warning each time a workload is newly named as not
+/// ready, and a note when the operator becomes healthy.
+fn health_events(old: &OperatorStatus, new: &Condition) -> Vec<PlannedEvent> {
+    let before = find_condition(&old.conditions, types::HEALTHY);
+    let changed = before.is_none_or(|c| c.status != new.status || c.message != new.message);
+    if !changed {
+        return Vec::new();
+    }
+    match (new.status.as_str(), new.reason.as_str()) {
+        ("False", reasons::UNHEALTHY) => vec![PlannedEvent {
+            warning: true,
+            reason: "Unhealthy",
+            note: new.message.clone(),
+        }],
+        ("True", _) if before.is_none_or(|c| c.status != "True") => vec![PlannedEvent {
+            warning: false,
+            reason: "Healthy",
+            note: new.message.clone(),
+        }],
+        _ => Vec::new(),
     }
 }
 
@@ -228,21 +289,15 @@ pub fn plan(
     }
     set_condition(&mut status.conditions, resolved_condition);
 
-    // Installed: from the BundleDeployment as it stands, unless it is being rewritten now.
+    // Installed and Healthy: from the BundleDeployment as the next reconcile will read it.
+    let view = match (&install_error, &apply) {
+        (Some(_), _) => None,
+        (None, Some(bd)) => Some(Cow::Owned(as_written(bd, existing))),
+        (None, None) => existing.map(Cow::Borrowed),
+    };
     let (state, reason, message, image) = if let Some(e) = &install_error {
         ("False", reasons::INSTALLATION_FAILED, e.clone(), None)
-    } else if let Some(bd) = &apply {
-        // What the BundleDeployment will say once written (its status kept, its generation
-        // moved on when the spec changes), as the next reconcile reads it: so a change costs
-        // one status write, not two.
-        let mut written = bd.clone();
-        written.status = existing.and_then(|e| e.status.clone());
-        written.metadata.generation = existing.and_then(|e| {
-            let bump = i64::from(e.spec != bd.spec);
-            e.metadata.generation.map(|g| g + bump)
-        });
-        installed_from(&written)
-    } else if let Some(bd) = existing {
+    } else if let Some(bd) = &view {
         installed_from(bd)
     } else {
         let why = match decision.answer {
@@ -275,6 +330,10 @@ pub fn plan(
         &mut status.conditions,
         condition(types::INSTALLED, state, reason, message, generation, now),
     );
+
+    let health = healthy(view.as_deref(), install_error.is_some(), generation, now);
+    events.extend(health_events(&old, &health));
+    set_condition(&mut status.conditions, health);
 
     let (state, reason, message) = match &decision.answer {
         Answer::Resolved(_) => deprecation(&decision.notices),

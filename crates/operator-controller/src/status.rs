@@ -14,6 +14,8 @@ pub mod types {
     pub const INSTALLED: &str = "Installed";
     /// Whether the catalog deprecates the package, the requested channel or the bundle.
     pub const DEPRECATED: &str = "Deprecated";
+    /// Whether what is installed works: the BundleDeployment's own `Healthy` condition.
+    pub const HEALTHY: &str = "Healthy";
 }
 
 /// Condition reasons.
@@ -40,6 +42,14 @@ pub mod reasons {
     pub const NOT_DEPRECATED: &str = "NotDeprecated";
     /// Nothing was resolved, so deprecation is not known.
     pub const NOT_RESOLVED: &str = "NotResolved";
+    /// Every workload and API of the installed bundle is ready.
+    pub const HEALTHY: &str = "Healthy";
+    /// A workload or API of the installed bundle is not ready; the message names it.
+    pub const UNHEALTHY: &str = "Unhealthy";
+    /// Nothing is installed, so nothing can be healthy (see `Installed`).
+    pub const NOT_INSTALLED: &str = "NotInstalled";
+    /// The provisioner has not reported on the current BundleDeployment (yet).
+    pub const HEALTH_STATUS_UNKNOWN: &str = "HealthStatusUnknown";
 }
 
 /// A condition; `status` is `True`, `False` or `Unknown`.
@@ -61,25 +71,32 @@ pub fn condition(
     }
 }
 
+/// Why the BundleDeployment's conditions do not describe its current spec, if they do not:
+/// the provisioner has not observed its latest generation.
+fn stale(bd: &BundleDeployment) -> Option<String> {
+    let seen = bd.status.as_ref().and_then(|s| s.observed_generation)?;
+    let current = bd.metadata.generation?;
+    (seen < current).then(|| {
+        format!(
+            "waiting for the provisioner to observe generation {current} of the bundledeployment (it reported on {seen})"
+        )
+    })
+}
+
 /// What the BundleDeployment says of the installation: the `Installed` condition's status,
 /// reason and message, and the installed image when it is installed.
 pub fn installed_from(
     bd: &BundleDeployment,
 ) -> (&'static str, &'static str, String, Option<String>) {
-    let status = bd.status.as_ref();
-    let generation = bd.metadata.generation;
-    if let (Some(seen), Some(current)) = (status.and_then(|s| s.observed_generation), generation)
-        && seen < current
-    {
+    if let Some(message) = stale(bd) {
         return (
             "Unknown",
             reasons::INSTALLATION_STATUS_UNKNOWN,
-            format!(
-                "waiting for the provisioner to observe generation {current} of the bundledeployment (it reported on {seen})"
-            ),
+            message,
             None,
         );
     }
+    let status = bd.status.as_ref();
     match status.and_then(|s| find_condition(&s.conditions, types::INSTALLED)) {
         None => (
             "Unknown",
@@ -103,6 +120,33 @@ pub fn installed_from(
             reasons::INSTALLATION_FAILED,
             format!("bundledeployment not ready: {}", c.message),
             None,
+        ),
+    }
+}
+
+/// What the BundleDeployment says of the installed operator's health: the `Healthy`
+/// condition's status, reason and message, its message carried over word for word (it names
+/// the first workload that is not ready, in that workload's words).
+pub fn healthy_from(bd: &BundleDeployment) -> (&'static str, &'static str, String) {
+    if let Some(message) = stale(bd) {
+        return ("Unknown", reasons::HEALTH_STATUS_UNKNOWN, message);
+    }
+    let found = bd
+        .status
+        .as_ref()
+        .and_then(|s| find_condition(&s.conditions, types::HEALTHY));
+    match found {
+        Some(c) if c.status == "True" => ("True", reasons::HEALTHY, c.message.clone()),
+        // The provisioner's reason for a workload that is not ready; any other False reason
+        // means nothing is installed to look at.
+        Some(c) if c.status == "False" && c.reason == reasons::UNHEALTHY => {
+            ("False", reasons::UNHEALTHY, c.message.clone())
+        }
+        Some(c) if c.status == "False" => ("False", reasons::NOT_INSTALLED, c.message.clone()),
+        _ => (
+            "Unknown",
+            reasons::HEALTH_STATUS_UNKNOWN,
+            "the provisioner has not reported the bundledeployment's health".to_owned(),
         ),
     }
 }

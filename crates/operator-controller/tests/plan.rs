@@ -3,8 +3,8 @@
 //! answer, one status write per change, and events that say what changed and why.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
-use olm_api::bundle_deployment::BundleDeployment;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference, Time};
+use olm_api::bundle_deployment::{BundleDeployment, BundleDeploymentStatus};
 use olm_api::conditions::find_condition;
 use olm_api::operator::{Operator, OperatorSpec, UpgradeConstraintPolicy};
 use olm_resolver::resolve::{Deprecated, Notice, Resolved};
@@ -258,4 +258,134 @@ fn left_out_catalogs_are_named_and_a_foreign_bundle_deployment_is_not_taken_over
         "{}",
         resolved.message
     );
+}
+
+/// The provisioner's report on `bd`: generation 1 observed, with these conditions.
+fn report(bd: &mut BundleDeployment, conditions: &[(&str, &str, &str, &str)]) {
+    bd.metadata.generation = Some(1);
+    bd.status = Some(BundleDeploymentStatus {
+        observed_generation: Some(1),
+        conditions: conditions
+            .iter()
+            .map(|(type_, status, reason, message)| Condition {
+                type_: (*type_).into(),
+                status: (*status).into(),
+                reason: (*reason).into(),
+                message: (*message).into(),
+                observed_generation: Some(1),
+                last_transition_time: now(),
+            })
+            .collect(),
+        ..Default::default()
+    });
+}
+
+fn message(p: &Plan, type_: &str) -> String {
+    find_condition(&p.status.conditions, type_)
+        .unwrap()
+        .message
+        .clone()
+}
+
+#[test]
+fn health_is_unknown_until_the_provisioner_reports_and_false_when_nothing_can_be_installed() {
+    let (mut op, mut bd) = (operator(1), None);
+    let first = step(&mut op, &mut bd, Answer::Resolved(bundle("1.0.0")));
+    assert_eq!(
+        cond(&first, "Healthy"),
+        ("Unknown".into(), "HealthStatusUnknown".into())
+    );
+    let (op, none) = (operator(1), None::<BundleDeployment>);
+    let failed = Answer::Failed {
+        invalid_spec: false,
+        message: "no bundle".into(),
+    };
+    let p = plan(&op, none.as_ref(), &decision(failed, None), &now());
+    assert_eq!(cond(&p, "Healthy"), ("False".into(), "NotInstalled".into()));
+}
+
+#[test]
+fn an_unhealthy_bundle_deployment_is_shown_word_for_word_with_one_warning_per_new_message() {
+    let (mut op, mut bd) = (operator(1), None);
+    step(&mut op, &mut bd, Answer::Resolved(bundle("1.0.0")));
+    let stuck = "Deployment foo-system/foo: ProgressDeadlineExceeded: ReplicaSet \"foo-1\" has timed out progressing.";
+    let b = bd.as_mut().unwrap();
+    report(
+        b,
+        &[
+            ("Installed", "True", "InstallationSucceeded", "installed"),
+            ("Healthy", "False", "Unhealthy", stuck),
+        ],
+    );
+    let p = step(&mut op, &mut bd, Answer::Resolved(bundle("1.0.0")));
+    assert_eq!(cond(&p, "Healthy"), ("False".into(), "Unhealthy".into()));
+    assert_eq!(message(&p, "Healthy"), stuck);
+    assert_eq!(
+        cond(&p, "Installed").0,
+        "True",
+        "installed, yet not healthy"
+    );
+    let warnings: Vec<_> = p
+        .events
+        .iter()
+        .filter(|e| e.reason == "Unhealthy")
+        .collect();
+    assert!(
+        warnings.len() == 1 && warnings[0].warning && warnings[0].note == stuck,
+        "{:?}",
+        p.events
+    );
+    let same = step(&mut op, &mut bd, Answer::Resolved(bundle("1.0.0")));
+    assert!(!same.status_changed && same.events.is_empty());
+}
+
+#[test]
+fn becoming_healthy_is_one_normal_event_and_a_stale_report_is_unknown() {
+    let (mut op, mut bd) = (operator(1), None);
+    step(&mut op, &mut bd, Answer::Resolved(bundle("1.0.0")));
+    report(
+        bd.as_mut().unwrap(),
+        &[
+            ("Installed", "True", "InstallationSucceeded", "installed"),
+            ("Healthy", "True", "Healthy", "foo.v1.0.0 is healthy"),
+        ],
+    );
+    let p = step(&mut op, &mut bd, Answer::Resolved(bundle("1.0.0")));
+    assert_eq!(cond(&p, "Healthy"), ("True".into(), "Healthy".into()));
+    assert!(
+        p.events
+            .iter()
+            .any(|e| !e.warning && e.reason == "Healthy" && e.note == "foo.v1.0.0 is healthy"),
+        "{:?}",
+        p.events
+    );
+    // An upgrade: the old report describes the old bundle, so health is unknown until the
+    // provisioner has observed the new generation.
+    let up = step(&mut op, &mut bd, Answer::Resolved(bundle("1.1.0")));
+    assert_eq!(
+        cond(&up, "Healthy"),
+        ("Unknown".into(), "HealthStatusUnknown".into())
+    );
+    assert!(message(&up, "Healthy").contains("observe generation 2"));
+}
+
+#[test]
+fn a_bundle_deployment_with_nothing_installed_is_not_installed_not_unhealthy() {
+    let (mut op, mut bd) = (operator(1), None);
+    step(&mut op, &mut bd, Answer::Resolved(bundle("1.0.0")));
+    report(
+        bd.as_mut().unwrap(),
+        &[
+            ("Installed", "False", "InstallFailed", "pull failed"),
+            (
+                "Healthy",
+                "False",
+                "InstallationStatusFalse",
+                "nothing is installed (see Installed)",
+            ),
+        ],
+    );
+    let p = step(&mut op, &mut bd, Answer::Resolved(bundle("1.0.0")));
+    assert_eq!(cond(&p, "Healthy"), ("False".into(), "NotInstalled".into()));
+    assert!(p.events.iter().all(|e| e.reason != "Unhealthy"));
 }

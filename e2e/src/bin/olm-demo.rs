@@ -48,13 +48,15 @@ async fn service_url(client: &kube::Client, scheme: &str, name: &str) -> Result<
     Ok(format!("{scheme}://{ip}:{port}"))
 }
 
-/// Waits until the Operator says it installed `version`.
+/// Waits until the Operator says it installed `version` and that it is healthy (its
+/// Deployment available on the node).
 async fn installed(operators: &Api<Operator>, version: &str) -> Result<Operator> {
     let version = version.to_owned();
     Ok(
         wait::wait_for(operators, "example-operator", "installed", WAIT, move |o| {
             o.and_then(|o| o.status.as_ref()).is_some_and(|s| {
                 olm_api::conditions::is_true(&s.conditions, "Installed")
+                    && olm_api::conditions::is_true(&s.conditions, "Healthy")
                     && s.installed_version.as_deref() == Some(version.as_str())
             })
         })
@@ -281,8 +283,10 @@ async fn main() -> Result<()> {
     command("kubectl apply -f config/samples/operator.yaml");
     apply_docs(&client, &sample(&dir.join("operator.yaml"))?).await?;
     command("kubectl wait operator/example-operator --for=condition=Installed");
+    command("kubectl wait operator/example-operator --for=condition=Healthy");
     let operators: Api<Operator> = Api::all(client.clone());
     installed(&operators, "0.1.0").await?;
+    println!("operator.operators.operatorframework.io/example-operator condition met");
     println!("operator.operators.operatorframework.io/example-operator condition met");
     get(&client, OPERATORS, None, None).await?;
     get(&client, BUNDLE_DEPLOYMENTS, None, None).await?;
