@@ -31,6 +31,7 @@ pub mod args;
 pub mod bundle;
 pub mod conflict;
 pub mod controller;
+pub mod crd_safety;
 pub mod drift;
 pub mod fetch;
 pub mod format;

@@ -43,6 +43,8 @@ pub mod reasons {
     pub const UPGRADE_FAILED: &str = "UpgradeFailed";
     /// Objects of the bundle exist and are not ours.
     pub const CONFLICT: &str = "Conflict";
+    /// A CRD of the bundle exists, and its new version could lose or reject existing data.
+    pub const CRD_UPGRADE_UNSAFE: &str = "CRDUpgradeUnsafe";
     /// Waiting for the content.
     pub const INSTALL_PENDING: &str = "InstallPending";
     /// The installed version's objects could not all be restored.
@@ -85,6 +87,8 @@ pub enum Attempt {
     },
     /// Objects of it exist and are not ours (the message names them and their owners).
     Conflicts(String),
+    /// A CRD change is unsafe (the message lists each violation).
+    UnsafeCrdUpgrade(String),
     /// Applying an object failed (the message names it and quotes the API server).
     ApplyFailed(String),
     /// Every object applied, and what the old set had beyond it was removed.
@@ -99,6 +103,7 @@ impl Attempt {
             Attempt::UnpackFailed(_) => reasons::UNPACK_FAILED,
             Attempt::Invalid { reason, .. } => reason,
             Attempt::Conflicts(_) => reasons::CONFLICT,
+            Attempt::UnsafeCrdUpgrade(_) => reasons::CRD_UPGRADE_UNSAFE,
             Attempt::ApplyFailed(_) => reasons::APPLY_FAILED,
             Attempt::Applied => reasons::INSTALLATION_SUCCEEDED,
         }
@@ -186,7 +191,10 @@ pub fn verdict(
             ),
         ),
         Attempt::Invalid { reason, message } => (unpacked(), ("False", *reason, message.clone())),
-        Attempt::Conflicts(_) | Attempt::ApplyFailed(_) | Attempt::Applied => (
+        Attempt::Conflicts(_)
+        | Attempt::UnsafeCrdUpgrade(_)
+        | Attempt::ApplyFailed(_)
+        | Attempt::Applied => (
             unpacked(),
             (
                 "True",
@@ -222,6 +230,10 @@ pub fn verdict(
         Attempt::Conflicts(message) => {
             let (_, text) = failed(message);
             set(types::INSTALLED, "False", reasons::CONFLICT, text);
+        }
+        Attempt::UnsafeCrdUpgrade(message) => {
+            let (_, text) = failed(message);
+            set(types::INSTALLED, "False", reasons::CRD_UPGRADE_UNSAFE, text);
         }
         Attempt::Applied => {
             set(

@@ -14,6 +14,7 @@ use olm_runtime::{EventPublisher, EventType};
 use serde_json::json;
 
 use crate::apply::{Applied, Applier, ApplyError};
+use crate::crd_safety::preflight::PreflightError;
 use crate::drift::Drift;
 use crate::fetch::Fetcher;
 use crate::format::{plain, registry};
@@ -317,6 +318,13 @@ async fn install(
             objects
         }
     };
+    if !crate::crd_safety::opted_out(bd.annotations()) {
+        match crate::crd_safety::preflight::preflight(&ctx.client, &owner.name, &objects).await {
+            Ok(()) => {}
+            Err(PreflightError::Unsafe(m)) => return Attempt::UnsafeCrdUpgrade(m),
+            Err(e) => return Attempt::ApplyFailed(e.to_string()),
+        }
+    }
     let timer = ctx.metrics.apply_duration.start_timer();
     let synced = ctx.applier.sync(owner, objects.to_vec()).await;
     timer.observe_duration();

@@ -157,6 +157,9 @@ pub(super) async fn announce(
         ),
         (Attempt::Applied, Some(_)) => return,
         (Attempt::Conflicts(m), _) => (EventType::Warning, reasons::CONFLICT, m.clone()),
+        (Attempt::UnsafeCrdUpgrade(m), _) => {
+            (EventType::Warning, reasons::CRD_UPGRADE_UNSAFE, m.clone())
+        }
         (Attempt::ApplyFailed(m), _) => (EventType::Warning, reasons::APPLY_FAILED, m.clone()),
         (Attempt::UnpackFailed(m), _) => (EventType::Warning, reasons::UNPACK_FAILED, m.clone()),
         (Attempt::Invalid { reason, message }, _) => (EventType::Warning, *reason, message.clone()),

@@ -287,3 +287,32 @@ fn healthy_tells_what_the_installed_objects_say() {
     // Not looked at (an upgrade that failed): what was said stays.
     assert_eq!(healthy(None, Some(&i)), None);
 }
+
+#[test]
+fn an_unsafe_crd_upgrade_keeps_the_old_version_installed_and_says_why() {
+    let unsafe_ = verdict(
+        &[],
+        Some(&version(1)),
+        &version(2),
+        &Attempt::UnsafeCrdUpgrade("CRD \"w.example.com\" cannot be upgraded safely: …".into()),
+        None,
+        &at(1),
+    );
+    assert_eq!(
+        summary(&unsafe_),
+        [
+            row("Unpacked", "True", "UnpackSuccessful"),
+            row("HasValidBundle", "True", "UnpackSuccessful"),
+            row("Installed", "False", "CRDUpgradeUnsafe"),
+        ]
+    );
+    assert_eq!(unsafe_.installed, Some(version(1)), "the old version stays");
+    let c = find_condition(&unsafe_.conditions, "Installed").unwrap_or_else(|| unreachable!());
+    assert!(
+        c.message.contains("cannot be upgraded safely")
+            && c.message
+                .ends_with("stays installed and nothing was removed"),
+        "{}",
+        c.message
+    );
+}
