@@ -12,6 +12,7 @@ mod operators;
 mod provisioner;
 mod provisioner_bundles;
 mod provisioner_controller;
+mod provisioner_crd_safety;
 mod provisioner_fetch;
 mod provisioner_health;
 mod provisioner_registry;

@@ -15,7 +15,7 @@ use olm_e2e::wait::{wait_for, wait_for_deletion};
 use provisioner::plan::FINALIZER;
 use serde_json::json;
 
-fn manifests(ctx: &TestContext, objects: &[serde_json::Value]) -> String {
+pub(crate) fn manifests(ctx: &TestContext, objects: &[serde_json::Value]) -> String {
     objects
         .iter()
         .map(|o| {
@@ -28,7 +28,11 @@ fn manifests(ctx: &TestContext, objects: &[serde_json::Value]) -> String {
 }
 
 /// An immutable bundle ConfigMap in the provisioner's namespace, labelled for clean-up.
-async fn bundle_config_map(ctx: &TestContext, name: &str, objects: &[serde_json::Value]) {
+pub(crate) async fn bundle_config_map(
+    ctx: &TestContext,
+    name: &str,
+    objects: &[serde_json::Value],
+) {
     let cm: ConfigMap = serde_json::from_value(ctx.labelled(json!({
         "metadata": {"name": name},
         "immutable": true,
@@ -41,13 +45,13 @@ async fn bundle_config_map(ctx: &TestContext, name: &str, objects: &[serde_json:
         .unwrap();
 }
 
-fn template(config_map: &str) -> serde_json::Value {
+pub(crate) fn template(config_map: &str) -> serde_json::Value {
     json!({"spec": {"provisionerClassName": "core-rukpak-io-plain",
         "source": {"type": "configMaps", "configMaps": [{"configMap": {"name": config_map}, "path": "manifests"}]}}})
 }
 
 /// Moves `name` to the template of the bundle ConfigMap `bundle`.
-async fn move_to(bds: &Api<BundleDeployment>, name: &str, bundle: &str) {
+pub(crate) async fn move_to(bds: &Api<BundleDeployment>, name: &str, bundle: &str) {
     bds.patch(
         name,
         &PatchParams::apply("olm-rs-e2e").force(),
@@ -61,7 +65,7 @@ async fn move_to(bds: &Api<BundleDeployment>, name: &str, bundle: &str) {
     .unwrap();
 }
 
-fn installed(bd: Option<&BundleDeployment>) -> Option<String> {
+pub(crate) fn installed(bd: Option<&BundleDeployment>) -> Option<String> {
     let status = bd?.status.as_ref()?;
     let c = status.conditions.iter().find(|c| c.type_ == "Installed")?;
     (c.status == "True")
