@@ -211,6 +211,7 @@ async fn main() {
         operators: operators(),
         bundle_deployments: Vec::new(),
         catalogs: vec![catalog(&url, &h1)],
+        apis: Default::default(),
     };
 
     let started = Instant::now();

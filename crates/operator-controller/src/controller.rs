@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::{StreamExt, future};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef};
@@ -162,9 +164,61 @@ pub fn build(
         }
     };
 
+    // The cluster's APIs: a change of what resolution reads of them re-queues every Operator.
+    let (crds, crds_writer) = reflector::store();
+    let crd_stream = watcher(
+        Api::<CustomResourceDefinition>::all(client.clone()),
+        watcher::Config::default().any_semantic(),
+    )
+    .default_backoff()
+    // Schemas are most of a CRD and none of what resolution reads: not kept.
+    .modify(|crd: &mut CustomResourceDefinition| {
+        crd.metadata.managed_fields = None;
+        for version in &mut crd.spec.versions {
+            version.schema = None;
+        }
+    })
+    .reflect(crds_writer)
+    .touched_objects()
+    .map(|r| r.map(|_| ()));
+    let (api_services, services_writer) = reflector::store();
+    let service_stream = watcher(
+        Api::<APIService>::all(client.clone()),
+        watcher::Config::default().any_semantic(),
+    )
+    .default_backoff()
+    .reflect(services_writer)
+    .touched_objects()
+    .map(|r| r.map(|_| ()));
+    let apis_changed = {
+        let (operators, crds, api_services) =
+            (operators.clone(), crds.clone(), api_services.clone());
+        let last: Arc<Mutex<Option<u64>>> = Arc::default();
+        move || {
+            let now = crate::resolution::keys::fingerprint(&crate::apis::cluster_apis(
+                &crds.state(),
+                &api_services.state(),
+            ));
+            let mut last = last.lock().unwrap_or_else(PoisonError::into_inner);
+            if last.replace(now) == Some(now) {
+                return Vec::new();
+            }
+            operators
+                .state()
+                .iter()
+                .map(|o| ObjectRef::from_obj(o.as_ref()))
+                .collect()
+        }
+    };
+    // A watch error is retried by the watcher's backoff; only events count.
+    let apis_stream = futures::stream::select(crd_stream, service_stream)
+        .filter_map(|r| future::ready(r.ok()))
+        .flat_map(move |()| futures::stream::iter(apis_changed()));
+
     let controller = Controller::for_stream(operator_stream, operators.clone())
         .owns_stream(bd_stream)
         .watches_stream(catalog_stream, mapper)
+        .reconcile_on(apis_stream)
         .reconcile_on(requeue_rx.map(|name| ObjectRef::new(&name)));
     let ctx = Arc::new(Context {
         client,
@@ -172,6 +226,8 @@ pub fn build(
         operators,
         bundle_deployments,
         catalogs,
+        crds,
+        api_services,
         events,
         metrics,
         backoffs: Backoffs::new(settings.max_backoff),

@@ -63,6 +63,10 @@ pub async fn explain(
         operators: list(client).await?,
         bundle_deployments: list(client).await?,
         catalogs: list(client).await?,
+        apis: Arc::new(crate::apis::cluster_apis(
+            &list(client).await?,
+            &list(client).await?,
+        )),
     };
     Ok(reports(resolver, &snapshot, names).await)
 }

@@ -29,6 +29,7 @@
 //! * a **Plan** ([`plan::Plan`]) is what one reconcile writes from a Decision: the
 //!   BundleDeployment (if any), the status and the events.
 
+pub mod apis;
 pub mod args;
 pub mod backoff;
 pub mod bundle_deployment;

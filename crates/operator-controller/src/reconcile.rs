@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
@@ -38,6 +40,10 @@ pub struct Context {
     pub bundle_deployments: Reflector<BundleDeployment>,
     /// The cache of Catalogs.
     pub catalogs: Reflector<Catalog>,
+    /// The cache of CRDs (their schemas dropped).
+    pub crds: Reflector<CustomResourceDefinition>,
+    /// The cache of APIServices.
+    pub api_services: Reflector<APIService>,
     /// Events.
     pub events: EventPublisher,
     /// operator_controller_* families.
@@ -139,6 +145,10 @@ impl Context {
             operators: self.operators.state(),
             bundle_deployments: self.bundle_deployments.state(),
             catalogs: self.catalogs.state(),
+            apis: Arc::new(crate::apis::cluster_apis(
+                &self.crds.state(),
+                &self.api_services.state(),
+            )),
         }
     }
 }
@@ -147,7 +157,8 @@ fn now() -> Time {
     Time(k8s_openapi::jiff::Timestamp::now())
 }
 
-/// How long a reconcile waits for the Catalog and BundleDeployment caches' first list.
+/// How long a reconcile waits for the caches' first list (Catalogs, BundleDeployments, and
+/// the cluster's APIs: an answer without them would fail a requirement the cluster meets).
 const CACHE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Reconciles one Operator.
@@ -168,6 +179,8 @@ pub async fn reconcile(op: Arc<Operator>, ctx: &Context) -> Result<Action, Error
     let ready = async {
         ctx.catalogs.wait_until_ready().await.is_ok()
             && ctx.bundle_deployments.wait_until_ready().await.is_ok()
+            && ctx.crds.wait_until_ready().await.is_ok()
+            && ctx.api_services.wait_until_ready().await.is_ok()
     };
     match tokio::time::timeout(CACHE_WAIT, ready).await {
         Ok(true) => {}

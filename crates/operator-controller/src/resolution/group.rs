@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use kube::ResourceExt;
 use olm_api::operator::Operator;
-use olm_resolver::resolve::{Outcome, Request, ResolveError, resolve_each_within};
+use olm_resolver::resolve::{Outcome, Request, ResolveError, resolve_each_on};
 
 use super::decide::{self, Step};
 use super::prepare::Prepared;
@@ -78,7 +78,11 @@ impl Resolver {
                 .cmp(&p.operators[b].metadata.name)
         });
         // The memo keys, from what the answer depends on, without building requests.
-        let spec_key = keys::spec_key(p.generation, members.iter().map(|&k| &**p.operators[k]));
+        // The cluster's APIs are part of every answer: a change of them is a new spec key.
+        let spec_key = keys::fingerprint(&(
+            keys::spec_key(p.generation, members.iter().map(|&k| &**p.operators[k])),
+            p.apis_key,
+        ));
         let bases: Vec<Base> = members
             .iter()
             .map(|&k| {
@@ -126,10 +130,11 @@ impl Resolver {
             .collect();
         let installed = decide::installed(&p.index, &deployed);
         let started = Instant::now();
-        let outcomes = resolve_each_within(
+        let outcomes = resolve_each_on(
             &p.index,
             &requests,
             &installed,
+            &p.snapshot.apis,
             Some(started + self.timeout),
         );
         let elapsed = started.elapsed();

@@ -23,7 +23,7 @@ use kube::ResourceExt;
 use olm_api::bundle_deployment::BundleDeployment;
 use olm_api::catalog::Catalog;
 use olm_api::operator::Operator;
-use olm_resolver::resolve::{Index, Notice, Resolved, groups};
+use olm_resolver::resolve::{ClusterApis, Index, Notice, Resolved, groups};
 
 use crate::content::ContentClient;
 use crate::inputs::{Deployed, selects};
@@ -45,6 +45,8 @@ pub struct Snapshot {
     pub bundle_deployments: Vec<Arc<BundleDeployment>>,
     /// Every Catalog.
     pub catalogs: Vec<Arc<Catalog>>,
+    /// The cluster's APIs: what it serves without a BundleDeployment, and whose CRDs are whose.
+    pub apis: Arc<ClusterApis>,
 }
 
 /// Why a Catalog took no part in resolution.

@@ -28,6 +28,8 @@ pub(super) struct Prepared<'a> {
     /// Identifies the snapshot: the index, and every Operator's and BundleDeployment's
     /// resourceVersion.
     pub(super) snap_key: u64,
+    /// Identifies the cluster's APIs, which every answer depends on.
+    pub(super) apis_key: u64,
     pub(super) snapshot: &'a Snapshot,
     /// Name → BundleDeployment, built when first needed (most reconciles reuse a view).
     pub(super) bundle_deployments: OnceCell<HashMap<&'a str, &'a Arc<BundleDeployment>>>,
@@ -142,7 +144,11 @@ impl Resolver {
                 g
             }
         };
-        let snap_key = keys::snap_key(generation, &operators, &snapshot.bundle_deployments);
+        let apis_key = keys::fingerprint(&*snapshot.apis);
+        let snap_key = keys::fingerprint(&(
+            keys::snap_key(generation, &operators, &snapshot.bundle_deployments),
+            apis_key,
+        ));
         Prepared {
             index,
             generation,
@@ -152,6 +158,7 @@ impl Resolver {
             operators,
             group_of,
             snap_key,
+            apis_key,
             snapshot,
             bundle_deployments: OnceCell::new(),
         }

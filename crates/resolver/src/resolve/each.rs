@@ -5,6 +5,7 @@
 
 use resolvo::Solver;
 
+use super::cluster::ClusterApis;
 use super::explain;
 use super::index::Index;
 use super::provider::Provider;
@@ -27,6 +28,24 @@ pub fn resolve_each_within(
     installed: &[Installed],
     deadline: Option<std::time::Instant>,
 ) -> Vec<Outcome> {
+    resolve_each_on(
+        index,
+        requests,
+        installed,
+        &ClusterApis::default(),
+        deadline,
+    )
+}
+
+/// [`resolve_each_within`] on a cluster: its APIs satisfy GVK requirements, and a bundle
+/// providing an API whose CRD another request's BundleDeployment owns is not chosen.
+pub fn resolve_each_on(
+    index: &Index,
+    requests: &[Request],
+    installed: &[Installed],
+    apis: &ClusterApis,
+    deadline: Option<std::time::Instant>,
+) -> Vec<Outcome> {
     let timed_out = || {
         ResolveError::TimedOut(vec![
             "Resolution did not finish in time; it is retried.".to_owned(),
@@ -35,7 +54,7 @@ pub fn resolve_each_within(
     let mut outcomes: Vec<Option<Outcome>> = vec![None; requests.len()];
     let mut active: Vec<(usize, Compiled)> = Vec::new();
     for (i, r) in requests.iter().enumerate() {
-        match Compiled::new(r, installed, index) {
+        match Compiled::new(r, installed, index, apis) {
             Ok(c) => {
                 let any = index
                     .package_entries(&r.package_name)
@@ -55,7 +74,7 @@ pub fn resolve_each_within(
         // A fresh problem each round: a request set aside must not offer its package's bundles
         // to the others' dependencies.
         let compiled: Vec<Compiled> = active.iter().map(|(_, c)| c.clone()).collect();
-        let mut provider = Provider::new(index, &compiled);
+        let mut provider = Provider::new(index, &compiled, apis);
         // Requests already failed: a dependency on their package is explained by them.
         provider.set_aside = requests
             .iter()

@@ -129,6 +129,10 @@ pub(crate) fn no_candidates(index: &Index, c: &Compiled) -> String {
             versions(index, in_channel)
         );
     }
+    let past_edges = passing(Filter::UpgradeEdge);
+    if !past_edges.is_empty() {
+        return owned_api(index, c, &past_edges);
+    }
     let installed = c.from.as_ref().map(|(n, _)| n.as_str()).unwrap_or_default();
     let successors: Vec<usize> = all
         .iter()
@@ -151,6 +155,26 @@ pub(crate) fn no_candidates(index: &Index, c: &Compiled) -> String {
     format!(
         "{who} cannot be satisfied: {installed} is installed and upgradeConstraintPolicy is Enforce, so only {installed} itself or a bundle that replaces, skips or skipRanges it may be chosen, and none of those matches {}; {successors}. Set upgradeConstraintPolicy to Ignore to allow any version.",
         c.describe_constraints()
+    )
+}
+
+/// Every bundle left (`candidates`) provides an API whose CRD another BundleDeployment owns:
+/// the sentence names the first such API and its owner.
+fn owned_api(index: &Index, c: &Compiled, candidates: &[usize]) -> String {
+    let r = &c.request;
+    let first = candidates.iter().find_map(|&e| {
+        c.owned_api(&index.entries[e])
+            .map(|(g, owner)| (e, g, owner))
+    });
+    let Some((e, gvk, owner)) = first else {
+        return format!("Request {} cannot be satisfied.", r.display_name());
+    };
+    format!(
+        "Request {} cannot be satisfied: {} provides API {gvk}, whose CRD BundleDeployment {owner:?} already owns; an API has one owner, so no bundle that provides it is chosen, and that leaves none of {} matching {}. Delete the Operator that owns the API, or ask for a package that does not provide it.",
+        r.display_name(),
+        index.describe(e),
+        bundles(index, candidates),
+        c.describe_constraints(),
     )
 }
 

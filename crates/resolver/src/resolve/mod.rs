@@ -3,6 +3,7 @@
 //! other requests. Solved with resolvo (CDCL); an unsatisfiable problem is explained in
 //! sentences that name the smallest set of requests in conflict.
 
+pub mod cluster;
 mod each;
 mod explain;
 pub mod groups;
@@ -14,7 +15,8 @@ pub mod selector;
 use resolvo::{Problem, Solver, UnsolvableOrCancelled};
 use serde::Serialize;
 
-pub use each::{Outcome, resolve_each, resolve_each_within};
+pub use cluster::ClusterApis;
+pub use each::{Outcome, resolve_each, resolve_each_on, resolve_each_within};
 pub use groups::groups;
 pub use index::{CatalogContent, CatalogInput, CatalogMeta, Deprecated, Index, Notice};
 pub use request::{Installed, Request, UpgradeConstraintPolicy};
@@ -105,8 +107,9 @@ pub fn resolve(
 ) -> Result<Vec<Resolved>, ResolveError> {
     let mut compiled = Vec::new();
     let mut invalid = Vec::new();
+    let apis = ClusterApis::default();
     for r in requests {
-        match Compiled::new(r, installed, index) {
+        match Compiled::new(r, installed, index, &apis) {
             Ok(c) => compiled.push(c),
             Err(e) => invalid.push(e),
         }
@@ -129,7 +132,7 @@ pub fn resolve(
         return Err(ResolveError::Unsatisfiable(empty));
     }
 
-    let provider = Provider::new(index, &compiled);
+    let provider = Provider::new(index, &compiled, &apis);
     let mut solver = Solver::new(provider);
     let all: Vec<usize> = (0..compiled.len()).collect();
     let solution = match solve(&mut solver, &all) {

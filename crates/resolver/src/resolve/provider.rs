@@ -6,7 +6,8 @@
 //! * Every GVK is a name too, with one solvable per bundle that provides it. A bundle requires
 //!   its own solvable under each GVK it provides, so at most one provider per GVK is chosen, and
 //!   an `olm.gvk.required` is a requirement on any solvable of that GVK, which in turn requires
-//!   its bundle.
+//!   its bundle. A GVK the cluster already serves (a CRD or an aggregated API no
+//!   BundleDeployment installed) is no requirement at all.
 //! * Each request is a root requirement on its package, with a version set that applies the
 //!   request's filters (catalog selector, channel, version range, upgrade edges).
 
@@ -20,6 +21,7 @@ use resolvo::{
     StringId, VersionSetId, VersionSetUnionId,
 };
 
+use super::cluster::ClusterApis;
 use super::index::Index;
 use super::request::Compiled;
 use crate::fbc::property::Gvk;
@@ -75,6 +77,8 @@ impl VersionSet for Set {
 pub(crate) struct Provider<'a> {
     pub index: &'a Index,
     pub requests: &'a [Compiled],
+    /// What the cluster serves: a required GVK it serves needs no bundle.
+    apis: &'a ClusterApis,
     pub pool: Pool<Set, Name>,
     /// Packages some request names: only those offer candidates.
     requested: HashSet<String>,
@@ -87,7 +91,7 @@ pub(crate) struct Provider<'a> {
 }
 
 impl<'a> Provider<'a> {
-    pub fn new(index: &'a Index, requests: &'a [Compiled]) -> Self {
+    pub fn new(index: &'a Index, requests: &'a [Compiled], apis: &'a ClusterApis) -> Self {
         let pool = Pool::new();
         let requested: HashSet<String> = requests
             .iter()
@@ -111,6 +115,7 @@ impl<'a> Provider<'a> {
         Self {
             index,
             requests,
+            apis,
             pool,
             requested,
             bundle_solvables,
@@ -279,7 +284,7 @@ impl DependencyProvider for Provider<'_> {
                             .into(),
                     );
                 }
-                for g in &entry.requires_gvks {
+                for g in entry.requires_gvks.iter().filter(|g| !self.apis.serves(g)) {
                     let name = self.pool.intern_package_name(Name::Gvk(g.clone()));
                     requirements.push(self.pool.intern_version_set(name, Set::Any).into());
                 }

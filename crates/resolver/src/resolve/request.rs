@@ -3,8 +3,13 @@
 use semver::Version;
 use serde::{Deserialize, Serialize};
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::cluster::ClusterApis;
 use super::index::Index;
 use super::selector::LabelSelector;
+use crate::fbc::property::Gvk;
 use crate::range::masterminds;
 
 /// How upgrades of an installed bundle are constrained.
@@ -70,6 +75,9 @@ pub(crate) struct Compiled {
     pub constraint: Option<masterminds::Constraint>,
     /// The installed bundle, when the upgrade edges apply (policy Enforce).
     pub from: Option<(String, Option<Version>)>,
+    /// The group and kind of each CRD that a BundleDeployment other than this request's owns,
+    /// with its owner: a bundle providing one of them is not chosen.
+    pub foreign: Arc<BTreeMap<(String, String), String>>,
 }
 
 /// Why a bundle does not satisfy a request, in the order the filters apply.
@@ -80,10 +88,17 @@ pub(crate) enum Filter {
     Channel,
     Version,
     UpgradeEdge,
+    /// It provides an API whose CRD another BundleDeployment owns.
+    ApiOwned,
 }
 
 impl Compiled {
-    pub fn new(request: &Request, installed: &[Installed], index: &Index) -> Result<Self, String> {
+    pub fn new(
+        request: &Request,
+        installed: &[Installed],
+        index: &Index,
+        apis: &ClusterApis,
+    ) -> Result<Self, String> {
         let constraint = match request.version.as_deref().map(str::trim) {
             None | Some("") => None,
             Some(v) => Some(masterminds::Constraint::parse(v).map_err(|e| {
@@ -116,10 +131,18 @@ impl Compiled {
             }
             _ => None,
         };
+        let mine = request.name.as_deref();
+        let foreign = apis
+            .owned
+            .iter()
+            .filter(|(_, owner)| Some(owner.as_str()) != mine)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         Ok(Self {
             request: request.clone(),
             constraint,
             from,
+            foreign: Arc::new(foreign),
         })
     }
 
@@ -151,7 +174,22 @@ impl Compiled {
         {
             return Some(Filter::UpgradeEdge);
         }
+        if self.owned_api(entry).is_some() {
+            return Some(Filter::ApiOwned);
+        }
         None
+    }
+
+    /// The first API `entry` provides whose CRD another BundleDeployment owns, with its owner.
+    pub fn owned_api<'a>(&'a self, entry: &'a super::index::Entry) -> Option<(&'a Gvk, &'a str)> {
+        if self.foreign.is_empty() {
+            return None;
+        }
+        entry.provides.iter().find_map(|g| {
+            self.foreign
+                .get(&(g.group.clone(), g.kind.clone()))
+                .map(|owner| (g, owner.as_str()))
+        })
     }
 
     /// Whether `e` satisfies the request.
