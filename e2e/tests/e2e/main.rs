@@ -9,6 +9,7 @@ mod git;
 mod images;
 mod network;
 mod operators;
+mod operators_cluster;
 mod provisioner;
 mod provisioner_bundles;
 mod provisioner_controller;
