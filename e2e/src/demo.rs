@@ -100,26 +100,26 @@ fn files_of(dir: &Path, below: &str) -> Result<Vec<Entry>> {
     Ok(entries)
 }
 
-/// Pushes example-operator's bundles (`example-operator-bundle:v<version>`, each a plain+v0
-/// bundle as the whole image, `REGISTRY` in its manifests filled in), the busybox its
+/// Pushes example-operator's bundles (`example-operator-bundle:v<version>`, each a registry+v1
+/// bundle, `manifests/` and `metadata/`, as the whole image, `REGISTRY` in its files filled in), the busybox its
 /// Deployment runs (`library/busybox:1.36`), and catalogs (`example-operator-index:<version>`, the FBC under
 /// `/configs` with `REGISTRY` filled in) from `dir`; returns the references pushed.
 pub async fn push_example(registry: &Registry, dir: &Path) -> Result<Vec<String>> {
     let mut pushed = vec![crate::node::push_busybox(registry, "1.36").await?];
     for version in ["0.1.0", "0.2.0"] {
-        let manifests = dir.join(format!("bundle-{version}/manifests"));
+        let bundle = dir.join(format!("bundle-{version}"));
+        let mut files = files_of(&bundle.join("manifests"), "manifests")?;
+        files.extend(files_of(&bundle.join("metadata"), "metadata")?);
         // REGISTRY in a manifest (the workload's image) is the registry they are pushed to.
-        let files = files_of(&manifests, "manifests")?
-            .into_iter()
-            .map(|e| match e {
-                Entry::File(path, bytes) => Entry::File(
-                    path,
-                    String::from_utf8_lossy(&bytes)
-                        .replace("REGISTRY", &registry.host)
-                        .into_bytes(),
-                ),
-                other => other,
-            });
+        let files = files.into_iter().map(|e| match e {
+            Entry::File(path, bytes) => Entry::File(
+                path,
+                String::from_utf8_lossy(&bytes)
+                    .replace("REGISTRY", &registry.host)
+                    .into_bytes(),
+            ),
+            other => other,
+        });
         let layer = images::layer(&files.collect::<Vec<_>>());
         let tag = format!("v{version}");
         images::push(

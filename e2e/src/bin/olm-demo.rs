@@ -216,7 +216,7 @@ async fn main() -> Result<()> {
         "Push the operator's bundles and its catalog to a registry",
     );
     println!(
-        "The node's registry (the distribution registry, Debian's docker-registry) on {}; the\nexample operator's two plain+v0 bundles and two catalog images, from {}:",
+        "The node's registry (the distribution registry, Debian's docker-registry) on {}; the\nexample operator's two registry+v1 bundles and two catalog images, from {}:",
         registry.host,
         dir.join("example-operator").display()
     );
@@ -291,8 +291,22 @@ async fn main() -> Result<()> {
     get(&client, OPERATORS, None, None).await?;
     get(&client, BUNDLE_DEPLOYMENTS, None, None).await?;
     println!(
-        "The provisioner pulled the bundle image and applied its objects, each marked as the\nBundleDeployment's:"
+        "The provisioner pulled the registry+v1 bundle image and converted its ClusterServiceVersion:\nthe install Namespace, a ServiceAccount, a ClusterRole and binding from its\nclusterPermissions, its Deployment; with the CRD and ConfigMaps, each marked as the\nBundleDeployment's:"
     );
+    get(
+        &client,
+        ("rbac.authorization.k8s.io", "v1", "ClusterRole"),
+        None,
+        Some(OWNED),
+    )
+    .await?;
+    get(
+        &client,
+        ("", "v1", "ServiceAccount"),
+        Some(OPERATOR_NS),
+        Some(OWNED),
+    )
+    .await?;
     show_installed(&client).await?;
     println!("Its Deployment runs on the node:");
     show_workload(&client, "0.1.0").await?;
