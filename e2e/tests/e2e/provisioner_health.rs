@@ -116,6 +116,22 @@ async fn healthy_follows_the_workload_on_the_node() {
         "{message}"
     );
 
+    // The Deployment's status moved many times on the way (each a new resourceVersion the
+    // drift watch saw); none was a drift restored, so none is announced as one.
+    let events: Api<k8s_openapi::api::events::v1::Event> =
+        Api::namespaced(ctx.client.clone(), "default");
+    let restored: Vec<String> = events
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name.as_str()))
+        .filter(|e| e.reason.as_deref() == Some("Restored"))
+        .filter_map(|e| e.note)
+        .collect();
+    assert!(restored.is_empty(), "{restored:?}");
+
     bds.delete(&name, &Default::default()).await.unwrap();
     wait_for_deletion(&bds, &name, WAIT).await.unwrap();
     ctx.cleanup().await.unwrap();

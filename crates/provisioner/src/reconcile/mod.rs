@@ -393,15 +393,24 @@ async fn restore(
     timer.observe_duration();
     match applied {
         Ok(applied) => {
-            ctx.drift.state().update(
-                &owner.name,
-                applied.iter().map(|a| (a.key.clone(), a.version.clone())),
-            );
-            let note = format!("restored {}", report::list(drifted));
-            tracing::info!(bundle_deployment = %owner.name, "{note}");
-            ctx.events
-                .publish(bd, EventType::Normal, "Restored", "Reconcile", note)
-                .await;
+            let restored = {
+                let mut state = ctx.drift.state();
+                let restored = state.restored(applied.iter().map(|a| (&a.key, a.version.as_str())));
+                state.update(
+                    &owner.name,
+                    applied.iter().map(|a| (a.key.clone(), a.version.clone())),
+                );
+                restored
+            };
+            // Only what the apply changed is told: a workload whose status moved was looked
+            // at again (its health), not restored.
+            if !restored.is_empty() {
+                let note = format!("restored {}", report::list(&restored));
+                tracing::info!(bundle_deployment = %owner.name, "{note}");
+                ctx.events
+                    .publish(bd, EventType::Normal, "Restored", "Reconcile", note)
+                    .await;
+            }
             Attempt::Applied
         }
         Err(e) => e.into(),
