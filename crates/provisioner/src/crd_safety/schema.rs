@@ -172,12 +172,12 @@ fn num(v: f64) -> String {
 
 fn unhandled(key: &str, before: Option<&Value>, after: Option<&Value>) -> String {
     let shown = |v: Option<&Value>| {
-        let mut s = v.map(text).unwrap_or("absent".into());
-        if s.len() > 80 {
-            s.truncate(s.floor_char_boundary(77));
-            s.push_str("...");
+        let s = v.map(text).unwrap_or("absent".into());
+        if s.chars().count() > 80 {
+            format!("{}...", s.chars().take(77).collect::<String>())
+        } else {
+            s
         }
-        s
     };
     format!(
         "{key:?} changed from {} to {}; a change no check knows is refused, as it cannot be shown safe",
