@@ -6,6 +6,8 @@
 //!   error, with file and line, when the problem or a catalog is invalid.
 //! * `olm-resolve validate DIR`: exit 0 when valid, 1 with every problem when not.
 //! * `olm-resolve render DIR`: the canonical JSON lines on stdout.
+//! * `olm-resolve --timings PROBLEM.yaml`: as without the flag, and on stderr the median time
+//!   of building the index and of resolving, over 7 runs in the process (for benchmarks).
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -27,8 +29,10 @@ pub struct Output {
     pub stderr: String,
 }
 
-const USAGE: &str =
-    "usage: olm-resolve PROBLEM.yaml | olm-resolve validate DIR | olm-resolve render DIR";
+const USAGE: &str = "usage: olm-resolve [--timings] PROBLEM.yaml | olm-resolve validate DIR | olm-resolve render DIR";
+
+/// How many times `--timings` builds the index and resolves.
+const TIMED_RUNS: usize = 7;
 
 /// Runs the command line (without the program name), collecting standard output.
 pub fn run(args: &[String]) -> Output {
@@ -50,7 +54,8 @@ pub fn run_to(args: &[String], stdout: &mut dyn std::io::Write) -> Output {
             stdout: format!("{USAGE}\n").into_bytes(),
             ..Default::default()
         },
-        [problem] if !problem.starts_with('-') => solve(Path::new(problem)),
+        [problem] if !problem.starts_with('-') => solve(Path::new(problem), false),
+        [flag, problem] if flag == "--timings" => solve(Path::new(problem), true),
         _ => Output {
             code: 2,
             stderr: format!("{USAGE}\n"),
@@ -107,21 +112,48 @@ fn validate(dir: &Path) -> Output {
     }
 }
 
-/// Renders in two passes over the files, one file's bytes in memory at a time and no model:
-/// the first checks every blob (so nothing is printed for an invalid catalog), the second
-/// prints each blob's canonical line as it is read.
+/// How much JSON converted from YAML `render` keeps between its two passes, so each YAML file
+/// is parsed once (JSON is cheap to split again; YAML is not).
+const RENDER_KEPT_YAML_BYTES: usize = 32 << 20;
+
+/// Renders in two passes over the files, with no model: the first checks every blob (so
+/// nothing is printed for an invalid catalog), the second prints each blob's canonical line.
+/// One file's bytes are in memory at a time, plus the JSON of YAML files up to
+/// [`RENDER_KEPT_YAML_BYTES`] (beyond it, a YAML file is converted again in the second pass).
 fn render(dir: &Path, stdout: &mut dyn std::io::Write) -> Output {
     let files = match fbc::load::catalog_files(dir) {
         Ok(files) => files,
         Err(problems) => return problems_output(1, &problems),
     };
     let mut problems = Problems::new();
+    let mut kept: Vec<Option<fbc::decode::Documents>> = Vec::with_capacity(files.len());
+    let mut kept_bytes = 0;
     for file in &files {
-        match std::fs::read(file) {
-            Ok(bytes) => {
-                problems.extend(fbc::load::check_file(&file.display().to_string(), &bytes))
+        let name = file.display().to_string();
+        let bytes = match std::fs::read(file) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                problems.push(bad_input(file, None, e.to_string()));
+                kept.push(None);
+                continue;
             }
-            Err(e) => problems.push(bad_input(file, None, e.to_string())),
+        };
+        if !fbc::decode::is_yaml(&bytes) {
+            problems.extend(fbc::load::check_file(&name, &bytes));
+            kept.push(None);
+            continue;
+        }
+        match fbc::decode::yaml_documents(&bytes) {
+            Ok(docs) => {
+                problems.extend(fbc::load::check_documents(&name, &docs));
+                let fits = kept_bytes + docs.text_len() <= RENDER_KEPT_YAML_BYTES;
+                kept_bytes += if fits { docs.text_len() } else { 0 };
+                kept.push(fits.then_some(docs));
+            }
+            Err(e) => {
+                problems.push(bad_input(file, Some(e.line), e.message));
+                kept.push(None);
+            }
         }
     }
     if !problems.is_empty() {
@@ -129,28 +161,33 @@ fn render(dir: &Path, stdout: &mut dyn std::io::Write) -> Output {
     }
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout);
     let mut line = Vec::new();
-    for file in &files {
-        let bytes = match std::fs::read(file) {
-            Ok(b) => b,
-            Err(e) => {
-                return problems_output(1, &vec![bad_input(file, None, e.to_string())].into());
-            }
-        };
-        let mut written = Ok(());
-        let decoded = fbc::decode::decode_with(&bytes, &mut |json, _| {
-            if written.is_ok() {
-                line.clear();
-                fbc::model::render_blob(json, &mut line);
-                written = std::io::Write::write_all(&mut out, &line);
-            }
-        });
-        if let Err(e) = decoded {
-            return problems_output(1, &vec![bad_input(file, Some(e.line), e.message)].into());
+    let mut written = Ok(());
+    let mut write = |json: &str, _line: usize| {
+        if written.is_ok() {
+            line.clear();
+            fbc::model::render_blob(json, &mut line);
+            written = std::io::Write::write_all(&mut out, &line);
         }
-        // A closed pipe (`| head`) ends the output; that is not an error worth reporting.
-        if written.is_err() {
-            return Output::default();
+    };
+    for (file, docs) in files.iter().zip(kept) {
+        if let Some(docs) = docs {
+            docs.iter().for_each(|(json, l)| write(json, l));
+        } else {
+            let bytes = match std::fs::read(file) {
+                Ok(b) => b,
+                Err(e) => {
+                    return problems_output(1, &vec![bad_input(file, None, e.to_string())].into());
+                }
+            };
+            if let Err(e) = fbc::decode::decode_with(&bytes, &mut write) {
+                return problems_output(1, &vec![bad_input(file, Some(e.line), e.message)].into());
+            }
         }
+    }
+    drop(write);
+    // A closed pipe (`| head`) ends the output; that is not an error worth reporting.
+    if written.is_err() {
+        return Output::default();
     }
     let _ = std::io::Write::flush(&mut out);
     Output::default()
@@ -238,12 +275,46 @@ fn load_problem(path: &Path) -> Result<(Vec<CatalogInput>, ProblemFile), Problem
     }
 }
 
-fn solve(path: &Path) -> Output {
+fn solve(path: &Path, timings: bool) -> Output {
     let (catalogs, problem) = match load_problem(path) {
         Ok(p) => p,
         Err(problems) => return problems_output(2, &problems),
     };
-    let index = Index::build(&catalogs);
+    let mut out = solved(path, &catalogs, &problem);
+    if timings {
+        let (index_ms, resolve_ms) = timed(&catalogs, &problem);
+        out.stderr.push_str(&format!(
+            "index {index_ms:.3} resolve {resolve_ms:.3} (ms, median of {TIMED_RUNS})\n"
+        ));
+    }
+    out
+}
+
+/// Median milliseconds of building the index and of resolving.
+fn timed(catalogs: &[CatalogInput], problem: &ProblemFile) -> (f64, f64) {
+    let mut index_ms = Vec::with_capacity(TIMED_RUNS);
+    let mut resolve_ms = Vec::with_capacity(TIMED_RUNS);
+    for _ in 0..TIMED_RUNS {
+        let start = std::time::Instant::now();
+        let index = Index::build(catalogs);
+        let built = std::time::Instant::now();
+        let _ = std::hint::black_box(resolve::resolve(
+            &index,
+            &problem.operators,
+            &problem.installed,
+        ));
+        index_ms.push((built - start).as_secs_f64() * 1e3);
+        resolve_ms.push(built.elapsed().as_secs_f64() * 1e3);
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    (median(index_ms), median(resolve_ms))
+}
+
+fn solved(path: &Path, catalogs: &[CatalogInput], problem: &ProblemFile) -> Output {
+    let index = Index::build(catalogs);
     match resolve::resolve(&index, &problem.operators, &problem.installed) {
         Ok(mut bundles) => {
             bundles.sort_by(|a, b| a.package.cmp(&b.package).then(a.request.cmp(&b.request)));

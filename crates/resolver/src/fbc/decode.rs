@@ -7,8 +7,9 @@
 //! from the input, YAML documents converted to JSON one at a time), so its cost is
 //! proportional to the input whatever the number of blobs.
 
-use serde_json::Value;
 use serde_json::value::RawValue;
+
+pub use super::yaml::Documents;
 
 /// One decoded document of a file, as JSON text. JSON input is kept as it was written (no value
 /// tree is built while loading, which is most of the cost and memory of a large catalog); YAML
@@ -117,20 +118,23 @@ fn strip_position(message: &str) -> &str {
     message.rsplit_once(" at line ").map_or(message, |(m, _)| m)
 }
 
-/// One YAML document, as a value with where it starts.
-type Document = serde_saphyr::Spanned<Value>;
-
 fn decode_yaml(bytes: &[u8], sink: &mut dyn FnMut(&str, usize)) -> Result<(), DecodeError> {
-    if let Err(e) = std::str::from_utf8(bytes) {
-        let line = 1 + bytes[..e.valid_up_to()]
+    for (json, line) in yaml_documents(bytes)?.iter() {
+        sink(json, line);
+    }
+    Ok(())
+}
+
+/// Converts a file of YAML documents to JSON, every document at once (about the file's size):
+/// for callers that read them twice.
+pub fn yaml_documents(bytes: &[u8]) -> Result<Documents, DecodeError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| DecodeError {
+        line: 1 + bytes[..e.valid_up_to()]
             .iter()
             .filter(|&&b| b == b'\n')
-            .count();
-        return Err(DecodeError {
-            line,
-            message: "the file is neither JSON nor UTF-8 YAML".into(),
-        });
-    }
+            .count(),
+        message: "the file is neither JSON nor UTF-8 YAML".into(),
+    })?;
     // One parser for the whole stream (a parser per document costs more than a tiny document).
     // Its count limits would refuse a catalog of many small documents: the input's size, which
     // the callers bound, bounds them instead. Alias and depth limits stay, against YAML bombs.
@@ -144,40 +148,18 @@ fn decode_yaml(bytes: &[u8], sink: &mut dyn FnMut(&str, usize)) -> Result<(), De
             max_total_scalar_bytes: size,
         },
     };
-    let mut reader = bytes;
-    let mut json = String::new();
-    for document in serde_saphyr::read_with_options::<_, Document>(&mut reader, options) {
-        let document = document.map_err(|e| DecodeError {
-            line: e.location().map_or(1, |l| l.line() as usize),
-            message: format!("invalid YAML: {}", yaml_message(&e)),
-        })?;
-        json.clear();
-        // A value serializes to JSON unless it holds a non-finite float, which YAML allows.
-        let written = serde_json::to_writer(StringWriter(&mut json), &document.value);
-        let line = document.referenced.line() as usize;
-        if let Err(e) = written {
-            return Err(DecodeError {
-                line,
-                message: format!("invalid YAML: {e}"),
-            });
-        }
-        sink(&json, line.max(1));
-    }
-    Ok(())
+    super::yaml::documents(text, options).map_err(|e| DecodeError {
+        line: e.location().map_or(1, |l| l.line() as usize),
+        message: format!("invalid YAML: {}", yaml_message(&e)),
+    })
 }
 
-/// Lets serde_json write straight into a `String` (it writes whole UTF-8 fragments).
-struct StringWriter<'a>(&'a mut String);
-
-impl std::io::Write for StringWriter<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let text = std::str::from_utf8(buf).map_err(std::io::Error::other)?;
-        self.0.push_str(text);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+/// Whether a file is YAML (not JSON, not empty), as [`decode_with`] decides.
+pub fn is_yaml(bytes: &[u8]) -> bool {
+    bytes
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|&b| b != b'{')
 }
 
 /// The first line of saphyr's message: later lines repeat the source with a caret.
@@ -193,7 +175,7 @@ fn yaml_message(e: &serde_saphyr::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn parsed(blobs: Vec<RawBlob>) -> Vec<(Value, usize)> {
         blobs

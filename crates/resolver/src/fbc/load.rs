@@ -160,6 +160,17 @@ pub fn check_file(name: &str, bytes: &[u8]) -> Problems {
     problems
 }
 
+/// Checks the blobs of one YAML file already converted (see [`check_file`]).
+pub fn check_documents(name: &str, docs: &super::decode::Documents) -> Problems {
+    let mut scratch = Fbc::default();
+    let id = scratch.blobs.add_file(Arc::from(name));
+    let mut problems = Problems::new();
+    for (json, line) in docs.iter() {
+        scratch.check_json(json, id, line, &mut problems);
+    }
+    problems
+}
+
 /// The `.indexignore` files among in-memory files.
 struct IndexIgnore {
     /// (directory prefix with trailing `/`, or "" for the root; its rules)

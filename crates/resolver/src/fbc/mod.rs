@@ -10,6 +10,7 @@ mod origin;
 mod problems;
 pub mod property;
 pub mod validate;
+mod yaml;
 
 pub use load::{load_files, load_model, load_path};
 pub use model::{

@@ -62,8 +62,6 @@ pub struct PackageDependency {
 /// One bundle of one catalog: a candidate for resolution.
 #[derive(Debug, Clone)]
 pub struct Entry {
-    /// Index into [`Index::catalogs`].
-    pub catalog: usize,
     /// Bundle name.
     pub name: String,
     /// Package name.
@@ -84,6 +82,24 @@ pub struct Entry {
     pub requires_packages: Vec<PackageDependency>,
     /// GVKs it needs.
     pub requires_gvks: Vec<Gvk>,
+}
+
+/// An entry in an index: a catalog's entry, shared (never copied) by every index that holds
+/// the catalog, and which of the index's catalogs it is from. It reads as the [`Entry`].
+#[derive(Debug, Clone)]
+pub struct Indexed {
+    /// Index into [`Index::catalogs`].
+    pub catalog: usize,
+    /// The bundle.
+    pub entry: Arc<Entry>,
+}
+
+impl std::ops::Deref for Indexed {
+    type Target = Entry;
+
+    fn deref(&self) -> &Entry {
+        &self.entry
+    }
 }
 
 impl Entry {
@@ -143,11 +159,11 @@ pub struct Notice {
 }
 
 /// What resolution needs of one catalog's content, without the content itself: built once per
-/// content and shared by every index that includes the catalog. Its entries' `catalog` is 0.
+/// content and shared by every index that includes the catalog.
 #[derive(Debug, Clone, Default)]
 pub struct CatalogContent {
     /// Every bundle with a valid version.
-    pub entries: Vec<Entry>,
+    pub entries: Vec<Arc<Entry>>,
     /// Package name → its deprecation notices.
     pub deprecations: HashMap<String, PackageDeprecations>,
 }
@@ -196,8 +212,7 @@ impl CatalogContent {
                 continue;
             };
             let key = (b.package.as_str(), b.name.as_str());
-            entries.push(Entry {
-                catalog: 0,
+            entries.push(Arc::new(Entry {
                 name: b.name.clone(),
                 package: b.package.clone(),
                 version,
@@ -217,7 +232,7 @@ impl CatalogContent {
                     })
                     .collect(),
                 requires_gvks: b.required_gvks().cloned().collect(),
-            });
+            }));
         }
         Self {
             entries,
@@ -268,7 +283,7 @@ impl CatalogContent {
                     + 128
             })
             .sum();
-        std::mem::size_of::<Self>() + self.entries.iter().map(entry).sum::<usize>() + notices
+        std::mem::size_of::<Self>() + self.entries.iter().map(|e| entry(e)).sum::<usize>() + notices
     }
 }
 
@@ -278,7 +293,7 @@ pub struct Index {
     /// The catalogs, in the order given.
     pub catalogs: Vec<CatalogMeta>,
     /// Every bundle of every catalog.
-    pub entries: Vec<Entry>,
+    pub entries: Vec<Indexed>,
     /// Package name → entries of that package.
     pub by_package: HashMap<String, Vec<usize>>,
     /// GVK → entries that provide it.
@@ -315,19 +330,27 @@ impl Index {
         let mut index = Index::default();
         for (ci, (meta, content)) in catalogs.into_iter().enumerate() {
             index.catalogs.push(meta);
+            index.entries.reserve(content.entries.len());
             for entry in &content.entries {
                 let id = index.entries.len();
-                index
-                    .by_package
-                    .entry(entry.package.clone())
-                    .or_default()
-                    .push(id);
-                for g in &entry.provides {
-                    index.providers.entry(g.clone()).or_default().push(id);
+                // Keys are cloned only when new: most entries share their package's key.
+                match index.by_package.get_mut(entry.package.as_str()) {
+                    Some(ids) => ids.push(id),
+                    None => {
+                        index.by_package.insert(entry.package.clone(), vec![id]);
+                    }
                 }
-                index.entries.push(Entry {
+                for g in &entry.provides {
+                    match index.providers.get_mut(g) {
+                        Some(ids) => ids.push(id),
+                        None => {
+                            index.providers.insert(g.clone(), vec![id]);
+                        }
+                    }
+                }
+                index.entries.push(Indexed {
                     catalog: ci,
-                    ..entry.clone()
+                    entry: entry.clone(),
                 });
             }
             index.contents.push(content);
