@@ -1,6 +1,9 @@
 //! Resolver benchmarks over a synthetic catalog calibrated to real public catalogs (300
 //! packages, 5,000 bundles, about 25 MB of FBC): parse, validate, render, index, resolve 1 / 50
-//! / 500 requests, and re-resolve after one bundle is added. Figures go to docs/performance.md.
+//! / 500 requests, and re-resolve after one bundle is added; over the 12 real published
+//! packages of `tests/data/fbc-samples/real` (3.4 MB, mostly YAML): parse, validate, render;
+//! and the four problems of the paired comparison (index + resolve of 50 and 500 requests on
+//! 300 and 600 packages). Figures go to docs/performance.md.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // benchmark code
 
 use std::collections::BTreeMap;
@@ -96,5 +99,57 @@ fn benches(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(resolver, benches);
+/// The real catalogs' files, read into memory (the benchmark measures decoding, not the disk).
+fn real_files() -> Vec<(String, Vec<u8>)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fbc-samples/real");
+    olm_resolver::fbc::load::catalog_files(&dir)
+        .unwrap()
+        .into_iter()
+        .map(|f| (f.display().to_string(), std::fs::read(&f).unwrap()))
+        .collect()
+}
+
+fn real(c: &mut Criterion) {
+    let files = real_files();
+    let bytes: usize = files.iter().map(|(_, b)| b.len()).sum();
+    let fbc = load_files(files.iter().map(|(n, b)| (n.as_str(), b))).unwrap();
+    let mut g = c.benchmark_group("real");
+    g.sample_size(20);
+    g.throughput(Throughput::Bytes(bytes as u64));
+    g.bench_function("parse", |b| {
+        b.iter(|| load_files(black_box(&files).iter().map(|(n, b)| (n.as_str(), b))).unwrap())
+    });
+    g.bench_function("validate", |b| b.iter(|| validate(black_box(&fbc))));
+    g.bench_function("render", |b| b.iter(|| black_box(&fbc).render()));
+    g.finish();
+}
+
+/// The paired comparison's problems: index + resolve of 50 and 500 requests on 300 and 600
+/// packages (the catalogs of `examples/bench_inputs.rs`).
+fn problems(c: &mut Criterion) {
+    let mut g = c.benchmark_group("problems");
+    g.sample_size(20);
+    for packages in [300, 600] {
+        let defaults = SynthConfig::default();
+        let config = SynthConfig {
+            packages,
+            bundles: defaults.bundles * packages / defaults.packages,
+            ..defaults
+        };
+        let fbc = load_files([("synth.json", generate(&config))]).unwrap();
+        let catalogs = input(fbc);
+        for n in [50, 500] {
+            let reqs = requests(n, packages);
+            g.bench_function(format!("index_and_resolve_{n}_on_{packages}"), |b| {
+                b.iter(|| {
+                    let index = Index::build(black_box(&catalogs));
+                    resolve(&index, &reqs, &[]).unwrap()
+                })
+            });
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(resolver, benches, real, problems);
 criterion_main!(resolver);

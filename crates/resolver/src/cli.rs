@@ -184,7 +184,6 @@ fn render(dir: &Path, stdout: &mut dyn std::io::Write) -> Output {
             }
         }
     }
-    drop(write);
     // A closed pipe (`| head`) ends the output; that is not an error worth reporting.
     if written.is_err() {
         return Output::default();

@@ -135,6 +135,9 @@ pub fn yaml_documents(bytes: &[u8]) -> Result<Documents, DecodeError> {
             .count(),
         message: "the file is neither JSON nor UTF-8 YAML".into(),
     })?;
+    if let Some(docs) = super::yaml_block::documents(text) {
+        return Ok(docs);
+    }
     // One parser for the whole stream (a parser per document costs more than a tiny document).
     // Its count limits would refuse a catalog of many small documents: the input's size, which
     // the callers bound, bounds them instead. Alias and depth limits stay, against YAML bombs.

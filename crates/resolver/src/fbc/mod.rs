@@ -11,6 +11,7 @@ mod problems;
 pub mod property;
 pub mod validate;
 mod yaml;
+mod yaml_block;
 
 pub use load::{load_files, load_model, load_path};
 pub use model::{

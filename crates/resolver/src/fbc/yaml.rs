@@ -36,6 +36,16 @@ impl Documents {
     pub fn text_len(&self) -> usize {
         self.text.len()
     }
+
+    /// The buffer the next document's JSON is appended to.
+    pub(super) fn begin(&mut self) -> &mut Vec<u8> {
+        &mut self.text
+    }
+
+    /// Ends the document appended since the last one, which starts on `line`.
+    pub(super) fn end(&mut self, line: usize) {
+        self.ends.push((self.text.len(), line.max(1)));
+    }
 }
 
 /// One document, transcoded.
