@@ -185,13 +185,38 @@ fn write_number(f: f64, out: &mut Vec<u8>) {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// Whether any of the 8 bytes of `w` may need escaping: a control character, `"`, `\\`, or
+/// 0xE2 (the lead byte of U+2028 and U+2029). Exact, so the byte loop sees only real hits.
+fn may_escape(w: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
+    (below_space
+        | zero(w ^ (ONES * u64::from(b'"')))
+        | zero(w ^ (ONES * u64::from(b'\\')))
+        | zero(w ^ (ONES * 0xe2)))
+        != 0
+}
+
 fn write_string(s: &str, out: &mut Vec<u8>) {
     out.push(b'"');
     let bytes = s.as_bytes();
     let mut start = 0;
     let mut i = 0;
     while i < bytes.len() {
-        let b = bytes[i];
+        // Most text needs no escaping: skip it 8 bytes at a time.
+        while let Some(chunk) = bytes.get(i..i + 8) {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            if may_escape(u64::from_le_bytes(word)) {
+                break;
+            }
+            i += 8;
+        }
+        let Some(&b) = bytes.get(i) else {
+            break;
+        };
         let escape: Option<&[u8]> = match b {
             b'"' => Some(b"\\\""),
             b'\\' => Some(b"\\\\"),
@@ -304,6 +329,31 @@ mod tests {
             enc(&v),
             "\"<a href=\\\"x\\\">&</a>\\n\\t\\u0001\\b\\f\u{7f}é\\u2028\\u2029\\\\\""
         );
+    }
+
+    #[test]
+    fn escapes_are_found_wherever_they_fall_in_the_words_skipped_at_once() {
+        for special in [
+            "\"", "\\", "\n", "\u{1}", "\u{1f}", "\u{2028}", "\u{2029}", "\u{e2}x",
+        ] {
+            for at in 0..20 {
+                for len in [at, at + 1, at + 9, 24] {
+                    let text: String = "abcdefghijklmnopqrstuvwxyz"[..at].to_owned()
+                        + special
+                        + &"é0123456789ABCDEFGHIJKLMNOP"
+                            .chars()
+                            .take(len - at)
+                            .collect::<String>();
+                    let mut out = Vec::new();
+                    write_string(&text, &mut out);
+                    let want = serde_json::to_string(&text)
+                        .unwrap()
+                        .replace('\u{2028}', "\\u2028")
+                        .replace('\u{2029}', "\\u2029");
+                    assert_eq!(String::from_utf8(out).unwrap(), want, "{text:?}");
+                }
+            }
+        }
     }
 
     #[test]

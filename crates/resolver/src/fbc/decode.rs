@@ -126,22 +126,36 @@ fn decode_yaml(bytes: &[u8], sink: &mut dyn FnMut(&str, usize)) -> Result<(), De
 }
 
 /// Converts a file of YAML documents to JSON, every document at once (about the file's size):
-/// for callers that read them twice.
+/// by the fast path when it reads the file, else by saphyr.
 pub fn yaml_documents(bytes: &[u8]) -> Result<Documents, DecodeError> {
-    let text = std::str::from_utf8(bytes).map_err(|e| DecodeError {
+    let text = utf8(bytes)?;
+    match super::yaml_block::documents(text) {
+        Some(docs) => Ok(docs),
+        None => saphyr_documents(text),
+    }
+}
+
+/// The two ways a YAML file is read, for tests that compare them: the fast path (`None` when
+/// it leaves the file to saphyr) and saphyr's.
+pub fn yaml_both(text: &str) -> (Option<Documents>, Result<Documents, DecodeError>) {
+    (super::yaml_block::documents(text), saphyr_documents(text))
+}
+
+fn utf8(bytes: &[u8]) -> Result<&str, DecodeError> {
+    std::str::from_utf8(bytes).map_err(|e| DecodeError {
         line: 1 + bytes[..e.valid_up_to()]
             .iter()
             .filter(|&&b| b == b'\n')
             .count(),
         message: "the file is neither JSON nor UTF-8 YAML".into(),
-    })?;
-    if let Some(docs) = super::yaml_block::documents(text) {
-        return Ok(docs);
-    }
+    })
+}
+
+fn saphyr_documents(text: &str) -> Result<Documents, DecodeError> {
     // One parser for the whole stream (a parser per document costs more than a tiny document).
     // Its count limits would refuse a catalog of many small documents: the input's size, which
     // the callers bound, bounds them instead. Alias and depth limits stay, against YAML bombs.
-    let size = bytes.len().max(1);
+    let size = text.len().max(1);
     let options = serde_saphyr::options! {
         budget: serde_saphyr::budget! {
             max_reader_input_bytes: None,
