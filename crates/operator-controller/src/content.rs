@@ -355,7 +355,7 @@ pub fn parse(
             first.join("; ")
         ))
     })?;
-    Ok(Arc::new(CatalogContent::from_fbc(&fbc)))
+    Ok(Arc::new(CatalogContent::from_fbc(fbc)))
 }
 
 #[cfg(test)]

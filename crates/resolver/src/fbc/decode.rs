@@ -154,8 +154,10 @@ fn utf8(bytes: &[u8]) -> Result<&str, DecodeError> {
 fn saphyr_documents(text: &str) -> Result<Documents, DecodeError> {
     // One parser for the whole stream (a parser per document costs more than a tiny document).
     // Its count limits would refuse a catalog of many small documents: the input's size, which
-    // the callers bound, bounds them instead. Alias and depth limits stay, against YAML bombs.
-    let size = text.len().max(1);
+    // the callers bound, bounds them instead (without aliases a byte makes at most two events
+    // or nodes, plus a few for the stream: `a: b` is 5 bytes and 8 events, which a bound of the
+    // size alone refused). Alias and depth limits stay, against YAML bombs.
+    let size = 2 * text.len() + 16;
     let options = serde_saphyr::options! {
         budget: serde_saphyr::budget! {
             max_reader_input_bytes: None,
@@ -249,6 +251,14 @@ mod tests {
         let err = decode(b"---\nschema: a\n---\nschema: b\nname: [unclosed\n").unwrap_err();
         assert!(err.line >= 4, "line {}", err.line);
         assert!(err.message.starts_with("invalid YAML"), "{}", err.message);
+    }
+
+    #[test]
+    fn a_tiny_yaml_file_is_within_the_parsers_budget() {
+        // Found by the fuzz target `yaml_json`: saphyr refused `a: b` (5 bytes, 8 events).
+        let (fast, saphyr) = yaml_both("a: [b, {}]\n");
+        assert!(fast.is_some());
+        assert_eq!(saphyr.unwrap().iter().count(), 1);
     }
 
     #[test]

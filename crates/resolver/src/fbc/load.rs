@@ -14,10 +14,27 @@ pub const INDEX_IGNORE: &str = ".indexignore";
 /// Loads a catalog from a directory (every regular file below it, in lexical walk order, except
 /// those excluded by `.indexignore` files) or from a single file.
 pub fn load_path(path: &Path) -> Result<Fbc, Problems> {
+    load_path_as(path, Kept::All)
+}
+
+/// Loads a catalog as [`load_path`] does, keeping only the model (as [`load_model`]): for
+/// validating and resolving, which read neither the blobs' text nor unknown properties.
+pub fn load_path_model(path: &Path) -> Result<Fbc, Problems> {
+    load_path_as(path, Kept::Model)
+}
+
+/// What a load keeps of each blob.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kept {
+    All,
+    Model,
+}
+
+fn load_path_as(path: &Path, kept: Kept) -> Result<Fbc, Problems> {
     let meta = std::fs::metadata(path).map_err(|e| Problems::from(vec![io_problem(path, &e)]))?;
     if meta.is_file() {
         let bytes = std::fs::read(path).map_err(|e| Problems::from(vec![io_problem(path, &e)]))?;
-        return load_files([(path.display().to_string(), bytes)]);
+        return load_files_as([(path.display().to_string(), bytes)], kept);
     }
     let mut files = Vec::new();
     let mut problems = Problems::new();
@@ -29,7 +46,7 @@ pub fn load_path(path: &Path) -> Result<Fbc, Problems> {
     }
     // The walk has applied the `.indexignore` files; the names are full paths, so an
     // `.indexignore` would not be among them anyway.
-    match load_files(files) {
+    match load_files_as(files, kept) {
         Ok(fbc) if problems.is_empty() => Ok(fbc),
         Ok(_) => Err(problems),
         Err(more) => {
@@ -95,11 +112,21 @@ where
     N: Into<String>,
     B: AsRef<[u8]>,
 {
+    load_files_as(files, Kept::All)
+}
+
+fn load_files_as<N, B>(files: impl IntoIterator<Item = (N, B)>, kept: Kept) -> Result<Fbc, Problems>
+where
+    N: Into<String>,
+    B: AsRef<[u8]>,
+{
     let files: Vec<(String, B)> = files.into_iter().map(|(n, b)| (n.into(), b)).collect();
     let ignore = IndexIgnore::from_files(&files);
     let mut fbc = Fbc::default();
-    fbc.blobs
-        .reserve_text(files.iter().map(|(_, b)| b.as_ref().len()).sum());
+    if kept == Kept::All {
+        fbc.blobs
+            .reserve_text(files.iter().map(|(_, b)| b.as_ref().len()).sum());
+    }
     let mut problems = Problems::new();
     for (name, bytes) in files {
         if ignore.excludes(&name) {
@@ -107,8 +134,9 @@ where
         }
         let file: Arc<str> = Arc::from(name);
         let id = fbc.blobs.add_file(file.clone());
-        let decoded = decode_with(bytes.as_ref(), &mut |json, line| {
-            fbc.push_json(json, id, line, &mut problems);
+        let decoded = decode_with(bytes.as_ref(), &mut |json, line| match kept {
+            Kept::All => fbc.push_json(json, id, line, &mut problems),
+            Kept::Model => fbc.push_model_json(json, id, line, &mut problems),
         });
         if let Err(e) = decoded {
             problems.push(Problem::at(&Origin { file, line: e.line }, e.message));

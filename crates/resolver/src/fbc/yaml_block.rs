@@ -301,9 +301,9 @@ impl<'a> Parser<'a> {
                 let (first, rest) = plain_end(text, false);
                 end_of_line(rest)?;
                 let mut value = std::borrow::Cow::Borrowed(first);
-                // Continuation lines fold into one string.
+                // Continuation lines fold into one string (none after a comment).
                 let mut breaks = 0;
-                while let Some(l) = self.lines.get(self.at).copied() {
+                while let Some(l) = self.lines.get(self.at).copied().filter(|_| rest.is_empty()) {
                     if l.rest.is_empty() {
                         breaks += 1;
                         self.at += 1;
@@ -659,6 +659,29 @@ fn plain_is_string(t: &str) -> bool {
     let Some(&first) = t.as_bytes().first() else {
         return false;
     };
+    // A plain scalar cannot start with an indicator (saphyr refuses or reads something else).
+    if matches!(
+        first,
+        b',' | b'['
+            | b']'
+            | b'{'
+            | b'}'
+            | b'#'
+            | b'&'
+            | b'*'
+            | b'!'
+            | b'|'
+            | b'>'
+            | b'\''
+            | b'"'
+            | b'%'
+            | b'@'
+            | b'`'
+            | b'?'
+            | b':'
+    ) {
+        return false;
+    }
     if !(first.is_ascii_digit() || matches!(first, b'-' | b'+' | b'.' | b'~')) {
         let word = matches!(t, "null" | "Null" | "NULL")
             || ["true", "false", "yes", "no", "y", "n", "on", "off"]
@@ -937,6 +960,9 @@ mod tests {
             "a: 1\n...\n",
             "<<: {a: 1}\n",
             "- a\n",
+            "a: b\n`c: d\n",
+            "a: p # comment\n  continued\n",
+            "a: b\n@c: d\n",
         ];
         for text in cases {
             assert!(fast(text).is_none(), "{text:?}");

@@ -5,7 +5,7 @@
 //! The grouping looks at every bundle of a package, whatever the requests' filters: coarser than
 //! needed, never too fine.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 use super::index::Index;
 use crate::fbc::property::Gvk;

@@ -1,14 +1,18 @@
 //! The resolver's index over a set of catalogs: every bundle of every catalog as a candidate,
 //! with its channel memberships and upgrade edges, deprecation, and dependencies parsed once.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+// foldhash, seeded per process, instead of SipHash: the keys are names from catalogs of bounded
+// size, and hashing them was a tenth of building the index and resolving.
+use foldhash::{HashMap, HashMapExt};
 use std::sync::Arc;
 
 use semver::Version;
 
 use crate::fbc::Fbc;
 use crate::fbc::model::schemas;
-use crate::fbc::property::Gvk;
+use crate::fbc::property::{Gvk, Property};
 use crate::range::blang;
 
 /// A catalog given to the resolver.
@@ -169,75 +173,127 @@ pub struct CatalogContent {
 }
 
 impl CatalogContent {
-    /// Extracts what resolution needs from a parsed catalog. Bundles without a valid version
-    /// are left out: a validated catalog has none.
-    pub fn from_fbc(fbc: &Fbc) -> Self {
-        let mut memberships: HashMap<(&str, &str), Vec<Membership>> = HashMap::new();
-        for c in &fbc.channels {
-            for e in &c.entries {
-                memberships
-                    .entry((c.package.as_str(), e.name.as_str()))
-                    .or_default()
-                    .push(Membership {
-                        channel: c.name.clone(),
-                        replaces: e.replaces.clone().filter(|r| !r.is_empty()),
-                        skips: e.skips.clone(),
-                        skip_range: e
-                            .skip_range
-                            .as_deref()
-                            .and_then(|r| blang::Range::parse(r).ok()),
-                    });
+    /// Extracts what resolution needs from a parsed catalog, taking its strings rather than
+    /// copying them (the first version copied every name, `skips` list and GVK, and building
+    /// the index cost more than deppy's whole problem). Bundles without a valid version are
+    /// left out: a validated catalog has none.
+    pub fn from_fbc(fbc: Fbc) -> Self {
+        let Fbc {
+            channels,
+            bundles,
+            deprecations: notices,
+            ..
+        } = fbc;
+        // package → bundle → its channel entries.
+        let mut memberships: HashMap<String, HashMap<String, Vec<Membership>>> = HashMap::new();
+        for c in channels {
+            let of_package = match memberships.get_mut(c.package.as_str()) {
+                Some(m) => m,
+                None => memberships.entry(c.package).or_default(),
+            };
+            for e in c.entries {
+                let skip_range = e
+                    .skip_range
+                    .as_deref()
+                    .and_then(|r| blang::Range::parse(r).ok());
+                of_package.entry(e.name).or_default().push(Membership {
+                    channel: c.name.clone(),
+                    replaces: e.replaces.filter(|r| !r.is_empty()),
+                    skips: e.skips,
+                    skip_range,
+                });
             }
         }
         let mut deprecations: HashMap<String, PackageDeprecations> = HashMap::new();
-        for d in &fbc.deprecations {
-            let notices = deprecations.entry(d.package.clone()).or_default();
-            for e in &d.entries {
-                let message = e.message.clone();
+        for d in notices {
+            let notices = deprecations.entry(d.package).or_default();
+            for e in d.entries {
                 match e.schema.as_str() {
-                    schemas::PACKAGE => notices.package = Some(message),
+                    schemas::PACKAGE => notices.package = Some(e.message),
                     schemas::CHANNEL => {
-                        notices.channels.insert(e.name.clone(), message);
+                        notices.channels.insert(e.name, e.message);
                     }
                     schemas::BUNDLE => {
-                        notices.bundles.insert(e.name.clone(), message);
+                        notices.bundles.insert(e.name, e.message);
                     }
                     _ => {}
                 }
             }
         }
-        let mut entries = Vec::with_capacity(fbc.bundles.len());
-        for b in &fbc.bundles {
-            let Some(version) = b.version.clone() else {
+        let mut entries = Vec::with_capacity(bundles.len());
+        for b in bundles {
+            let Some(version) = b.version else {
                 continue;
             };
-            let key = (b.package.as_str(), b.name.as_str());
-            entries.push(Arc::new(Entry {
-                name: b.name.clone(),
-                package: b.package.clone(),
-                version,
-                image: b.image.clone(),
-                mediatype: b.mediatype().map(str::to_owned),
-                memberships: memberships.remove(&key).unwrap_or_default(),
+            let mut entry = Entry {
+                memberships: memberships
+                    .get_mut(b.package.as_str())
+                    .and_then(|m| m.remove(b.name.as_str()))
+                    .unwrap_or_default(),
                 deprecated: deprecations
-                    .get(&b.package)
-                    .is_some_and(|d| d.bundles.contains_key(&b.name)),
-                provides: b.provided_gvks().cloned().collect(),
-                requires_packages: b
-                    .required_packages()
-                    .map(|r| PackageDependency {
-                        package: r.package_name.clone(),
-                        range_text: r.version_range.clone(),
-                        range: blang::Range::parse(&r.version_range).ok(),
-                    })
-                    .collect(),
-                requires_gvks: b.required_gvks().cloned().collect(),
-            }));
+                    .get(b.package.as_str())
+                    .is_some_and(|d| d.bundles.contains_key(b.name.as_str())),
+                name: b.name,
+                package: b.package,
+                version,
+                image: b.image,
+                mediatype: None,
+                provides: Vec::new(),
+                requires_packages: Vec::new(),
+                requires_gvks: Vec::new(),
+            };
+            for p in b.properties {
+                match p {
+                    Property::Gvk(g) => entry.provides.push(g),
+                    Property::GvkRequired(g) => entry.requires_gvks.push(g),
+                    Property::PackageRequired(r) => {
+                        entry.requires_packages.push(PackageDependency {
+                            range: blang::Range::parse(&r.version_range).ok(),
+                            package: r.package_name,
+                            range_text: r.version_range,
+                        })
+                    }
+                    // The first, as `Bundle::mediatype` reads it.
+                    Property::BundleMediatype(m) if entry.mediatype.is_none() => {
+                        entry.mediatype = Some(m)
+                    }
+                    _ => {}
+                }
+            }
+            entries.push(Arc::new(entry));
         }
         Self {
             entries,
             deprecations,
         }
+    }
+
+    /// As [`CatalogContent::from_fbc`], from a catalog shared with others: its model is copied
+    /// (without its blobs or the properties resolution does not read).
+    pub fn from_shared(fbc: &Fbc) -> Self {
+        Self::from_fbc(Fbc {
+            blobs: Default::default(),
+            packages: Vec::new(),
+            channels: fbc.channels.clone(),
+            bundles: fbc
+                .bundles
+                .iter()
+                .map(|b| crate::fbc::Bundle {
+                    name: b.name.clone(),
+                    package: b.package.clone(),
+                    image: b.image.clone(),
+                    properties: b
+                        .properties
+                        .iter()
+                        .filter(|p| !matches!(p, Property::Other { .. }))
+                        .cloned()
+                        .collect(),
+                    version: b.version.clone(),
+                    origin: b.origin.clone(),
+                })
+                .collect(),
+            deprecations: fbc.deprecations.clone(),
+        })
     }
 
     /// Roughly the heap bytes it holds (strings and lists), for a cache's accounting.
@@ -315,7 +371,7 @@ impl Index {
                         priority: c.priority,
                         labels: c.labels.clone(),
                     },
-                    Arc::new(CatalogContent::from_fbc(&c.fbc)),
+                    Arc::new(CatalogContent::from_shared(&c.fbc)),
                 )
             })
             .collect();

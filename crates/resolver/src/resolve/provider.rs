@@ -11,7 +11,7 @@
 //! * Each request is a root requirement on its package, with a version set that applies the
 //!   request's filters (catalog selector, channel, version range, upgrade edges).
 
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashMapExt, HashSet};
 use std::fmt::{self, Display};
 
 use resolvo::utils::{Pool, VersionSet};

@@ -25,7 +25,7 @@ fn index() -> Index {
             priority: 0,
             labels: BTreeMap::new(),
         },
-        Arc::new(CatalogContent::from_fbc(&fbc)),
+        Arc::new(CatalogContent::from_fbc(fbc)),
     )])
 }
 
