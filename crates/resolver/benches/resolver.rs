@@ -11,9 +11,9 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use olm_resolver::fbc::{Fbc, load_files, validate::validate};
-use olm_resolver::resolve::{CatalogInput, Index, Request, resolve};
+use olm_resolver::resolve::{CatalogContent, CatalogInput, CatalogMeta, Index, Request, resolve};
 use olm_resolver::synth::{SynthConfig, generate, package_name};
 
 fn catalog() -> (Vec<u8>, Fbc) {
@@ -136,15 +136,25 @@ fn problems(c: &mut Criterion) {
             bundles: defaults.bundles * packages / defaults.packages,
             ..defaults
         };
-        let fbc = load_files([("synth.json", generate(&config))]).unwrap();
-        let catalogs = input(fbc);
+        // As `olm-resolve` loads it: the model only, taken by the index.
+        let fbc = olm_resolver::fbc::load_model("synth.json", &generate(&config)).unwrap();
+        let meta = CatalogMeta {
+            name: "synthetic".into(),
+            priority: 0,
+            labels: BTreeMap::new(),
+        };
         for n in [50, 500] {
             let reqs = requests(n, packages);
             g.bench_function(format!("index_and_resolve_{n}_on_{packages}"), |b| {
-                b.iter(|| {
-                    let index = Index::build(black_box(&catalogs));
-                    resolve(&index, &reqs, &[]).unwrap()
-                })
+                b.iter_batched(
+                    || fbc.clone(),
+                    |fbc| {
+                        let content = Arc::new(CatalogContent::from_fbc(fbc));
+                        let index = Index::from_contents([(meta.clone(), content)]);
+                        resolve(&index, &reqs, &[]).unwrap()
+                    },
+                    BatchSize::LargeInput,
+                )
             });
         }
     }

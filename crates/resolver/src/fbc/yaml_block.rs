@@ -22,10 +22,21 @@ pub fn documents(text: &str) -> Option<Documents> {
     if !text.ends_with('\n') || !plain_text(text) {
         return None;
     }
-    let mut parser = Parser {
-        lines: lines(text),
-        at: 0,
-    };
+    let lines = lines(text);
+    // saphyr buffers the comments it meets while looking ahead, and refuses more than a few
+    // dozen in a row: long runs of comment lines are left to it.
+    let mut run = 0;
+    for line in &lines {
+        run = if line.rest.starts_with('#') {
+            run + 1
+        } else {
+            0
+        };
+        if run > 16 {
+            return None;
+        }
+    }
+    let mut parser = Parser { lines, at: 0 };
     let mut docs = Documents::default();
     parser.stream(&mut docs).ok()?;
     Some(docs)
