@@ -271,13 +271,36 @@ impl CatalogContent {
     /// As [`CatalogContent::from_fbc`], from a catalog shared with others: its model is copied
     /// (without its blobs or the properties resolution does not read).
     pub fn from_shared(fbc: &Fbc) -> Self {
+        Self::from_shared_packages(fbc, &|_| true)
+    }
+
+    /// As [`CatalogContent::from_fbc`], with only the packages `keep` accepts: a problem's
+    /// requested packages are all its resolution can choose from (see `provider.rs`), so a
+    /// one-shot solve need not index the rest.
+    pub fn from_fbc_packages(mut fbc: Fbc, keep: &dyn Fn(&str) -> bool) -> Self {
+        fbc.channels.retain(|c| keep(&c.package));
+        fbc.bundles.retain(|b| keep(&b.package));
+        fbc.deprecations.retain(|d| keep(&d.package));
+        Self::from_fbc(fbc)
+    }
+
+    /// As [`CatalogContent::from_shared`], with only the packages `keep` accepts: a problem's
+    /// requested packages are all its resolution can choose from (see `provider.rs`), so a
+    /// one-shot solve need not index the rest.
+    pub fn from_shared_packages(fbc: &Fbc, keep: &dyn Fn(&str) -> bool) -> Self {
         Self::from_fbc(Fbc {
             blobs: Default::default(),
             packages: Vec::new(),
-            channels: fbc.channels.clone(),
+            channels: fbc
+                .channels
+                .iter()
+                .filter(|c| keep(&c.package))
+                .cloned()
+                .collect(),
             bundles: fbc
                 .bundles
                 .iter()
+                .filter(|b| keep(&b.package))
                 .map(|b| crate::fbc::Bundle {
                     name: b.name.clone(),
                     package: b.package.clone(),
@@ -292,7 +315,12 @@ impl CatalogContent {
                     origin: b.origin.clone(),
                 })
                 .collect(),
-            deprecations: fbc.deprecations.clone(),
+            deprecations: fbc
+                .deprecations
+                .iter()
+                .filter(|d| keep(&d.package))
+                .cloned()
+                .collect(),
         })
     }
 
