@@ -136,7 +136,8 @@ if [[ $skip != *" opm "* ]]; then
   done
 fi
 if [[ $skip != *" deppy "* ]]; then
-  header "Against deppy v0.3.0 (one-shot: load, build, solve)" "deppy harness"
+  echo
+  echo "Against deppy v0.3.0 ($runs paired runs, medians; above 1 means olm-resolve is faster)"
   echo
   echo "| problem | olm-resolve index + resolve | deppy build + Solve | ratio | same picks |"
   echo "|---|---|---|---|---|"
