@@ -905,33 +905,6 @@ mod tests {
     }
 
     #[test]
-    #[ignore]
-    fn debug_first_fallback() {
-        let path = std::env::var("YAML").unwrap();
-        let text = std::fs::read_to_string(path).unwrap();
-        let mut doc = String::new();
-        for line in text.split_inclusive('\n') {
-            if line.starts_with("---") && !doc.is_empty() {
-                if fast(&doc).is_none() {
-                    let lines: Vec<&str> = doc.split_inclusive('\n').collect();
-                    let mut ok = 0;
-                    for k in 2..=lines.len() {
-                        if fast(&lines[..k].concat()).is_some() {
-                            ok = k;
-                        }
-                    }
-                    panic!(
-                        "falls back after line {ok}: {:?}",
-                        &lines[ok.saturating_sub(2)..(ok + 3).min(lines.len())]
-                    );
-                }
-                doc.clear();
-            }
-            doc.push_str(line);
-        }
-    }
-
-    #[test]
     fn the_forms_it_reads_give_saphyrs_values() {
         let cases = [
             "a: b\n",

@@ -268,12 +268,6 @@ impl CatalogContent {
         }
     }
 
-    /// As [`CatalogContent::from_fbc`], from a catalog shared with others: its model is copied
-    /// (without its blobs or the properties resolution does not read).
-    pub fn from_shared(fbc: &Fbc) -> Self {
-        Self::from_shared_packages(fbc, &|_| true)
-    }
-
     /// As [`CatalogContent::from_fbc`], with only the packages `keep` accepts: a problem's
     /// requested packages are all its resolution can choose from (see `provider.rs`), so a
     /// one-shot solve need not index the rest.
@@ -284,23 +278,16 @@ impl CatalogContent {
         Self::from_fbc(fbc)
     }
 
-    /// As [`CatalogContent::from_shared`], with only the packages `keep` accepts: a problem's
-    /// requested packages are all its resolution can choose from (see `provider.rs`), so a
-    /// one-shot solve need not index the rest.
-    pub fn from_shared_packages(fbc: &Fbc, keep: &dyn Fn(&str) -> bool) -> Self {
+    /// As [`CatalogContent::from_fbc`], from a catalog shared with others: its model is copied
+    /// (without its blobs or the properties resolution does not read).
+    pub fn from_shared(fbc: &Fbc) -> Self {
         Self::from_fbc(Fbc {
             blobs: Default::default(),
             packages: Vec::new(),
-            channels: fbc
-                .channels
-                .iter()
-                .filter(|c| keep(&c.package))
-                .cloned()
-                .collect(),
+            channels: fbc.channels.clone(),
             bundles: fbc
                 .bundles
                 .iter()
-                .filter(|b| keep(&b.package))
                 .map(|b| crate::fbc::Bundle {
                     name: b.name.clone(),
                     package: b.package.clone(),
@@ -315,12 +302,7 @@ impl CatalogContent {
                     origin: b.origin.clone(),
                 })
                 .collect(),
-            deprecations: fbc
-                .deprecations
-                .iter()
-                .filter(|d| keep(&d.package))
-                .cloned()
-                .collect(),
+            deprecations: fbc.deprecations.clone(),
         })
     }
 
