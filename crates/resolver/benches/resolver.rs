@@ -3,7 +3,7 @@
 //! / 500 requests, and re-resolve after one bundle is added; over the 12 real published
 //! packages of `tests/data/fbc-samples/real` (3.4 MB, mostly YAML): parse, validate, render;
 //! and the four problems of the paired comparison (index + resolve of 50 and 500 requests on
-//! 300 and 600 packages). Figures go to docs/performance.md.
+//! 300 and 600 packages); and hostile YAML files (issue 36). Figures go to docs/performance.md.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // benchmark code
 
 use std::collections::BTreeMap;
@@ -166,5 +166,30 @@ fn problems(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(resolver, benches, real, problems);
+/// Hostile YAML files (issue 36): what reading each costs, whether it is refused (too deep) or
+/// read. Each once took a crash, 2.1 GB or hours; the figures bound their time.
+fn hostile(c: &mut Criterion) {
+    let keys: Vec<String> = (0..200_000).map(|i| format!("k{i}: {i}")).collect();
+    let mut newlines = String::from("schema: olm.package\nname: p\n");
+    newlines.extend(std::iter::repeat_n('\n', 64 << 20));
+    let files = [
+        // 200 KB nested 100,000 deep: refused by saphyr's depth limit.
+        ("deep_sequences", format!("a:\n{}x\n", "- ".repeat(100_000))),
+        // 2.3 MB: one flow mapping of 200,000 keys.
+        ("flow_keys_200k", format!("a: {{{}}}\n", keys.join(", "))),
+        // 64 MiB: one document, then newlines.
+        ("newlines_64mib", newlines),
+    ];
+    let mut g = c.benchmark_group("hostile");
+    g.sample_size(10);
+    for (name, text) in &files {
+        g.throughput(Throughput::Bytes(text.len() as u64));
+        g.bench_function(*name, |b| {
+            b.iter(|| olm_resolver::fbc::decode::yaml_documents(black_box(text.as_bytes())).is_ok())
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(resolver, benches, real, problems, hostile);
 criterion_main!(resolver);

@@ -16,17 +16,28 @@ struct Unsupported;
 
 type Result<T> = std::result::Result<T, Unsupported>;
 
+/// The deepest nesting of mappings and sequences (block and flow together) the fast path
+/// reads: saphyr's own limit (its budget's `max_depth`), past which it refuses the file. The
+/// fast path gives up there, so saphyr's message is the one given, and its recursion stays
+/// within a small thread stack (a 200 KB file of `- - - …` nested 100,000 deep).
+pub const MAX_DEPTH: usize = 64;
+
+/// The most keys of one mapping the fast path reads (duplicates are looked for by
+/// comparison with every earlier key); larger mappings are left to saphyr, which finds
+/// duplicates with a hash set.
+const MAX_KEYS: usize = 256;
+
 /// Converts every document of `text`, or `None` when saphyr must read it.
 pub fn documents(text: &str) -> Option<Documents> {
     // A last line without its newline is left to saphyr (block scalars' chomping there).
     if !text.ends_with('\n') || !plain_text(text) {
         return None;
     }
-    let lines = lines(text);
     // saphyr buffers the comments it meets while looking ahead, and refuses more than a few
     // dozen in a row: long runs of comment lines are left to it.
     let mut run = 0;
-    for line in &lines {
+    let mut lines = Lines::new(text);
+    while let Some(line) = lines.peek() {
         run = if line.rest.starts_with('#') {
             run + 1
         } else {
@@ -35,8 +46,12 @@ pub fn documents(text: &str) -> Option<Documents> {
         if run > 16 {
             return None;
         }
+        lines.advance();
     }
-    let mut parser = Parser { lines, at: 0 };
+    let mut parser = Parser {
+        lines: Lines::new(text),
+        depth: 0,
+    };
     let mut docs = Documents::default();
     parser.stream(&mut docs).ok()?;
     Some(docs)
@@ -81,26 +96,70 @@ impl Line<'_> {
     }
 }
 
-/// The lines of `text`, which ends with a newline.
-fn lines(text: &str) -> Vec<Line<'_>> {
-    text[..text.len() - 1]
-        .split('\n')
-        .enumerate()
-        .map(|(i, l)| {
-            let rest = l.trim_start_matches(' ');
-            Line {
-                indent: l.len() - rest.len(),
-                rest,
-                number: i + 1,
-            }
-        })
-        .collect()
+/// The lines of a text that ends with a newline, read one at a time: a table of every line
+/// would take 40 bytes a line, 2.5 GB for 64 MiB of newlines.
+#[derive(Debug, Clone, Copy)]
+struct Lines<'a> {
+    text: &'a str,
+    /// Where the line after the current one starts.
+    next: usize,
+    /// The current line; `None` at the end.
+    current: Option<Line<'a>>,
+}
+
+impl<'a> Lines<'a> {
+    fn new(text: &'a str) -> Lines<'a> {
+        let mut lines = Lines {
+            text,
+            next: 0,
+            current: None,
+        };
+        lines.read(1);
+        lines
+    }
+
+    /// Reads the line starting at `self.next`, numbered `number`.
+    fn read(&mut self, number: usize) {
+        let start = self.next;
+        if start >= self.text.len() {
+            self.current = None;
+            return;
+        }
+        let end = self.text[start..]
+            .find('\n')
+            .map_or(self.text.len(), |i| start + i);
+        let line = &self.text[start..end];
+        let rest = line.trim_start_matches(' ');
+        self.current = Some(Line {
+            indent: line.len() - rest.len(),
+            rest,
+            number,
+        });
+        self.next = end + 1;
+    }
+
+    /// The current line.
+    fn peek(&self) -> Option<Line<'a>> {
+        self.current
+    }
+
+    /// On to the next line.
+    fn advance(&mut self) {
+        if let Some(line) = self.current {
+            self.read(line.number + 1);
+        }
+    }
+
+    /// Whether this cursor is further on than `other` (of the same text).
+    fn is_past(&self, other: &Lines<'_>) -> bool {
+        self.next > other.next
+    }
 }
 
 struct Parser<'a> {
-    lines: Vec<Line<'a>>,
-    /// The current line.
-    at: usize,
+    lines: Lines<'a>,
+    /// How many mappings and sequences the current node is in.
+    depth: usize,
 }
 
 /// Where a node starts: a line, and the column its text begins at (after a `- ` or a key, it
@@ -115,7 +174,7 @@ impl<'a> Parser<'a> {
     fn stream(&mut self, docs: &mut Documents) -> Result<()> {
         loop {
             self.skip_blank();
-            let Some(line) = self.lines.get(self.at).copied() else {
+            let Some(line) = self.lines.peek() else {
                 return Ok(());
             };
             if line.is_marker() {
@@ -126,7 +185,7 @@ impl<'a> Parser<'a> {
                 if !(after.is_empty() || after.starts_with('#')) {
                     return Err(Unsupported);
                 }
-                self.at += 1;
+                self.lines.advance();
                 continue;
             }
             if line.rest.starts_with('%') {
@@ -137,11 +196,11 @@ impl<'a> Parser<'a> {
                 return Err(Unsupported);
             }
             let out = docs.begin();
-            self.at += 1;
+            self.lines.advance();
             self.mapping(line.indent, line.rest, out)?;
             docs.end(line.number);
             self.skip_blank();
-            match self.lines.get(self.at) {
+            match self.lines.peek() {
                 None => return Ok(()),
                 Some(l) if l.is_marker() => {}
                 Some(_) => return Err(Unsupported),
@@ -149,15 +208,26 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// One level deeper, or give up past saphyr's limit (block recursion must not outgrow a
+    /// small stack).
+    fn enter(&mut self) -> Result<()> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(Unsupported);
+        }
+        Ok(())
+    }
+
     fn skip_blank(&mut self) {
-        while self.lines.get(self.at).is_some_and(|l| l.is_blank()) {
-            self.at += 1;
+        while self.lines.peek().is_some_and(|l| l.is_blank()) {
+            self.lines.advance();
         }
     }
 
     /// A block mapping whose keys are at `column`; its first key starts `first` (on the
     /// current line).
     fn mapping(&mut self, column: usize, first: &'a str, out: &mut Vec<u8>) -> Result<()> {
+        self.enter()?;
         out.push(b'{');
         let mut keys: Vec<(usize, usize)> = Vec::new();
         let mut text = first;
@@ -170,7 +240,7 @@ impl<'a> Parser<'a> {
             write_string(out, &key);
             let end = out.len();
             let new = &out[start..end];
-            if keys.iter().any(|&(s, e)| &out[s..e] == new) || keys.len() > 256 {
+            if keys.iter().any(|&(s, e)| &out[s..e] == new) || keys.len() >= MAX_KEYS {
                 // saphyr refuses duplicate keys; very large mappings are left to it too.
                 return Err(Unsupported);
             }
@@ -187,12 +257,12 @@ impl<'a> Parser<'a> {
             )?;
             // The next key, at the same column.
             self.skip_blank();
-            match self.lines.get(self.at).copied() {
+            match self.lines.peek() {
                 Some(l) if !l.is_marker() && l.indent == column => {
                     if l.rest.starts_with("- ") || l.rest == "-" {
                         return Err(Unsupported);
                     }
-                    self.at += 1;
+                    self.lines.advance();
                     text = l.rest;
                 }
                 Some(l) if !l.is_marker() && l.indent > column => return Err(Unsupported),
@@ -200,12 +270,14 @@ impl<'a> Parser<'a> {
             }
         }
         out.push(b'}');
+        self.depth -= 1;
         Ok(())
     }
 
     /// A block sequence whose dashes are at `column`; the first item's text (after its dash)
     /// is `first`.
     fn sequence(&mut self, column: usize, first: &'a str, out: &mut Vec<u8>) -> Result<()> {
+        self.enter()?;
         out.push(b'[');
         let mut item = first;
         let mut count = 0;
@@ -225,9 +297,9 @@ impl<'a> Parser<'a> {
                 out,
             )?;
             self.skip_blank();
-            match self.lines.get(self.at).copied() {
+            match self.lines.peek() {
                 Some(l) if !l.is_marker() && l.indent == column && is_dash(l.rest) => {
-                    self.at += 1;
+                    self.lines.advance();
                     item = &l.rest[1..];
                 }
                 Some(l) if !l.is_marker() && l.indent > column => return Err(Unsupported),
@@ -235,6 +307,7 @@ impl<'a> Parser<'a> {
             }
         }
         out.push(b']');
+        self.depth -= 1;
         Ok(())
     }
 
@@ -245,15 +318,15 @@ impl<'a> Parser<'a> {
         if text.is_empty() || text.starts_with('#') {
             // The value is on the lines below, or null.
             self.skip_blank();
-            let below = self.lines.get(self.at).copied().filter(|l| !l.is_marker());
+            let below = self.lines.peek().filter(|l| !l.is_marker());
             let seq_here = |l: &Line| of_key && l.indent as isize == parent && is_dash(l.rest);
             return match below {
                 Some(l) if seq_here(&l) => {
-                    self.at += 1;
+                    self.lines.advance();
                     self.sequence(l.indent, &l.rest[1..], out)
                 }
                 Some(l) if l.indent as isize > parent => {
-                    self.at += 1;
+                    self.lines.advance();
                     self.node(parent, l.indent, l.rest, out)
                 }
                 _ => {
@@ -302,7 +375,7 @@ impl<'a> Parser<'a> {
                 Ok(())
             }
             Some(b'[' | b'{') => {
-                let rest = flow(text, out)?;
+                let rest = flow(text, out, self.depth)?;
                 end_of_line(rest)
             }
             Some(b'>' | b'&' | b'*' | b'!' | b'%' | b'@' | b'`' | b'?' | b',' | b']' | b'}') => {
@@ -314,10 +387,10 @@ impl<'a> Parser<'a> {
                 let mut value = std::borrow::Cow::Borrowed(first);
                 // Continuation lines fold into one string (none after a comment).
                 let mut breaks = 0;
-                while let Some(l) = self.lines.get(self.at).copied().filter(|_| rest.is_empty()) {
+                while let Some(l) = self.lines.peek().filter(|_| rest.is_empty()) {
                     if l.rest.is_empty() {
                         breaks += 1;
-                        self.at += 1;
+                        self.lines.advance();
                         continue;
                     }
                     if l.is_marker() || l.indent as isize <= parent || l.rest.starts_with('#') {
@@ -341,7 +414,7 @@ impl<'a> Parser<'a> {
                     (0..breaks).for_each(|_| v.push('\n'));
                     v.push_str(more);
                     breaks = 0;
-                    self.at += 1;
+                    self.lines.advance();
                     if comment {
                         break;
                     }
@@ -405,20 +478,20 @@ impl<'a> Parser<'a> {
             }
             let mut breaks = 0;
             loop {
-                let l = self.lines.get(self.at).copied().ok_or(Unsupported)?;
+                let l = self.lines.peek().ok_or(Unsupported)?;
                 if l.is_marker() {
                     return Err(Unsupported);
                 }
                 if l.rest.is_empty() {
                     breaks += 1;
-                    self.at += 1;
+                    self.lines.advance();
                     continue;
                 }
                 if l.indent as isize <= parent {
                     return Err(Unsupported);
                 }
                 rest = l.rest;
-                self.at += 1;
+                self.lines.advance();
                 break;
             }
             if breaks == 0 {
@@ -444,23 +517,24 @@ impl<'a> Parser<'a> {
         }
         // The content's indentation is the first non-empty line's; lines before it must be
         // empty (saphyr refuses leading lines more indented than the content).
-        let mut first = self.at;
-        while self.lines.get(first).is_some_and(|l| l.rest.is_empty()) {
-            first += 1;
+        let mut first = self.lines;
+        let mut leading_indent = 0;
+        while let Some(l) = first.peek().filter(|l| l.rest.is_empty()) {
+            leading_indent = leading_indent.max(l.indent);
+            first.advance();
         }
-        let content = self
-            .lines
-            .get(first)
+        let content = first
+            .peek()
             .filter(|l| l.indent as isize > parent && !l.is_marker())
             .map(|l| l.indent);
         let mut value = String::new();
         let mut trailing = 0;
         if let Some(indent) = content {
-            if self.lines[self.at..first].iter().any(|l| l.indent > indent) {
+            if leading_indent > indent {
                 return Err(Unsupported);
             }
             let mut lines_seen = 0;
-            while let Some(l) = self.lines.get(self.at).copied() {
+            while let Some(l) = self.lines.peek() {
                 if l.rest.is_empty() {
                     if l.indent > indent {
                         return Err(Unsupported);
@@ -477,7 +551,7 @@ impl<'a> Parser<'a> {
                 } else {
                     break;
                 }
-                self.at += 1;
+                self.lines.advance();
             }
             // `trailing` counts the empty lines after the last content line.
             match chomp {
@@ -485,7 +559,7 @@ impl<'a> Parser<'a> {
                 Chomp::Clip => value.push('\n'),
                 Chomp::Keep => (0..=trailing).for_each(|_| value.push('\n')),
             }
-        } else if first > self.at {
+        } else if first.is_past(&self.lines) {
             // No content, only empty lines: left to saphyr.
             return Err(Unsupported);
         }
@@ -768,13 +842,14 @@ fn write_plain(out: &mut Vec<u8>, t: &str) -> Result<()> {
     Err(Unsupported)
 }
 
-/// A one-line flow collection at the start of `text`; the text after it.
-fn flow<'t>(text: &'t str, out: &mut Vec<u8>) -> Result<&'t str> {
-    flow_depth(text, out, 0)
+/// A one-line flow collection at the start of `text`, inside `depth` collections; the text
+/// after it.
+fn flow<'t>(text: &'t str, out: &mut Vec<u8>, depth: usize) -> Result<&'t str> {
+    flow_depth(text, out, depth + 1)
 }
 
 fn flow_depth<'t>(text: &'t str, out: &mut Vec<u8>, depth: usize) -> Result<&'t str> {
-    if depth > 32 {
+    if depth > MAX_DEPTH {
         return Err(Unsupported);
     }
     let mapping = text.starts_with('{');
@@ -802,7 +877,7 @@ fn flow_depth<'t>(text: &'t str, out: &mut Vec<u8>, depth: usize) -> Result<&'t 
         first = false;
         if mapping {
             let (key, after) = flow_scalar_text(rest)?;
-            if keys.contains(&key) {
+            if keys.len() >= MAX_KEYS || keys.contains(&key) {
                 return Err(Unsupported);
             }
             write_string(out, &key);
@@ -922,6 +997,100 @@ mod tests {
         for text in cases {
             assert_eq!(fast(text), Some(saphyr(text)), "{text:?}");
         }
+    }
+
+    /// Runs `work` on a thread with catalogd's unpack stack (2 MiB), as catalogd does.
+    fn on_small_stack<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(work)
+            .unwrap()
+            .join()
+            .unwrap()
+    }
+
+    #[test]
+    fn deep_nesting_is_left_to_saphyr_which_refuses_it_within_a_small_stack() {
+        // The review's file: 200 KB that overflowed the stack (the process aborted) before the
+        // fast path counted its depth.
+        let text = format!("a:\n{}x\n", "- ".repeat(100_000));
+        let (fast, full) = on_small_stack(move || {
+            let fast = documents(&text).is_some();
+            (
+                fast,
+                crate::fbc::decode::yaml_documents(text.as_bytes()).map(|_| ()),
+            )
+        });
+        assert!(!fast);
+        let err = full.unwrap_err();
+        assert!(err.message.contains("depth"), "{}", err.message);
+        // Flow collections and block mappings count towards the same depth.
+        let flow = format!("a: {}{}\n", "[".repeat(100), "]".repeat(100));
+        let mappings: String = (0..100)
+            .map(|i| format!("{}k{i}:\n", " ".repeat(i)))
+            .collect::<String>()
+            + &" ".repeat(100)
+            + "v: 1\n";
+        for text in [flow, mappings] {
+            assert!(on_small_stack(move || documents(&text).is_none()));
+        }
+    }
+
+    #[test]
+    fn up_to_saphyrs_depth_both_paths_agree_on_a_small_stack() {
+        for depth in (MAX_DEPTH - 3)..=(MAX_DEPTH + 3) {
+            let texts = [
+                // `a:` is one mapping; each dash a sequence.
+                format!("a:\n{}x\n", "- ".repeat(depth - 1)),
+                format!("a: {}{}\n", "[".repeat(depth - 1), "]".repeat(depth - 1)),
+                format!("a:\n{}[1]\n", "- ".repeat(depth - 2)),
+            ];
+            for text in texts {
+                let (fast, full) = on_small_stack(move || {
+                    let (fast, saphyr) = crate::fbc::decode::yaml_both(&text);
+                    let values =
+                        |d: &Documents| d.iter().map(|(j, _)| j.to_owned()).collect::<Vec<_>>();
+                    (fast.map(|d| values(&d)), saphyr.map(|d| values(&d)))
+                });
+                match (fast, full) {
+                    (Some(fast), Ok(saphyr)) => {
+                        assert!(depth <= MAX_DEPTH, "{depth}");
+                        assert_eq!(fast, saphyr, "{depth}");
+                    }
+                    (None, Err(e)) => assert!(depth > MAX_DEPTH, "{depth}: {e:?}"),
+                    (fast, saphyr) => panic!("{depth}: fast {fast:?}, saphyr {saphyr:?}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_flow_mapping_of_many_keys_is_left_to_saphyr_which_reads_it_in_linear_time() {
+        // 200,000 keys: each compared with every earlier one took hours.
+        let keys: Vec<String> = (0..200_000).map(|i| format!("k{i}: {i}")).collect();
+        let text = format!("a: {{{}}}\n", keys.join(", "));
+        assert!(documents(&text).is_none());
+        let docs = crate::fbc::decode::yaml_documents(text.as_bytes()).unwrap();
+        let (json, _) = docs.iter().next().unwrap();
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
+        assert_eq!(v["a"].as_object().unwrap().len(), 200_000);
+        // At the cap, the fast path still reads it.
+        let keys: Vec<String> = (0..MAX_KEYS).map(|i| format!("k{i}: {i}")).collect();
+        let text = format!("a: {{{}}}\n", keys.join(", "));
+        assert_eq!(fast(&text), Some(saphyr(&text)));
+    }
+
+    #[test]
+    fn lines_are_read_one_at_a_time() {
+        let text = "a: b\n\n  c\n";
+        let mut lines = Lines::new(text);
+        let mut seen = Vec::new();
+        while let Some(l) = lines.peek() {
+            seen.push((l.number, l.indent, l.rest));
+            lines.advance();
+        }
+        assert_eq!(seen, [(1, 0, "a: b"), (2, 0, ""), (3, 2, "c")]);
+        assert!(Lines::new("").peek().is_none());
     }
 
     #[test]
