@@ -8,12 +8,15 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::{Scope, pinned_kind};
-use kube::{Client, ResourceExt};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::conflict::{self, Conflict};
+use crate::fields;
 use crate::marks::{self, Owner};
 use crate::object::{Key, Object};
 use crate::order::{Phase, by_phase};
@@ -88,6 +91,9 @@ pub struct Applied {
     pub resource: ApiResource,
     /// Its `metadata.resourceVersion` after the apply.
     pub version: String,
+    /// Whether the apply changed it: created it, or set back a field of ours someone else had
+    /// changed or removed (see [`crate::fields`]).
+    pub changed: bool,
 }
 
 /// Applies bundles' objects with one client.
@@ -128,13 +134,17 @@ impl Applier {
         // Conflicts first, over every object whose kind is already served: a custom resource
         // whose CRD is not served yet cannot exist, so it cannot conflict.
         let mut found = Vec::new();
+        // What our field manager owned of each existing object, to tell what the apply changed.
+        let mut before = HashMap::new();
         for object in &objects {
             let Some(placed) = self.place(&mut kinds, object, false).await? else {
                 continue;
             };
-            if let Some(labels) = self.labels_of(&placed).await? {
+            if let Some(metadata) = self.metadata_of(&placed).await? {
+                let labels = metadata.labels.clone().unwrap_or_default();
                 let owner = marks::ownership(&labels, &owner.name);
                 found.push((placed.object.key.clone(), owner));
+                before.insert(placed.object.key.clone(), fields::ours(&metadata));
             }
         }
         let conflicts = conflict::conflicts(found);
@@ -151,11 +161,15 @@ impl Applier {
                 }
             }
             for p in placed.iter() {
-                let version = self.patch(owner, p, false).await?;
+                let after = self.patch(owner, p, false).await?;
                 applied.push(Applied {
                     key: p.object.key.clone(),
                     resource: p.resource.clone(),
-                    version,
+                    version: after.resource_version.clone().unwrap_or_default(),
+                    changed: fields::changed(
+                        before.get(&p.object.key).copied(),
+                        fields::ours(&after),
+                    ),
                 });
             }
             if phase == Phase::Crds {
@@ -259,11 +273,8 @@ impl Applier {
         }
     }
 
-    /// The labels of the object in the cluster, if it exists.
-    async fn labels_of(
-        &self,
-        placed: &Placed,
-    ) -> Result<Option<std::collections::BTreeMap<String, String>>, ApplyError> {
+    /// The metadata of the object in the cluster, if it exists.
+    async fn metadata_of(&self, placed: &Placed) -> Result<Option<ObjectMeta>, ApplyError> {
         let key = &placed.object.key;
         let found = self
             .api(placed)
@@ -273,18 +284,18 @@ impl Applier {
                 what: format!("reading {key}"),
                 source,
             })?;
-        Ok(found.map(|m| m.labels().clone()))
+        Ok(found.map(|m| m.metadata))
     }
 
     /// Server-side apply of `placed` (force: our manifest's fields are ours, and drift on them
     /// is undone; fields others set that the manifest lacks are left alone). Returns the
-    /// object's resourceVersion after it.
+    /// object's metadata after it.
     async fn patch(
         &self,
         owner: &Owner,
         placed: &Placed,
         dry_run: bool,
-    ) -> Result<String, ApplyError> {
+    ) -> Result<ObjectMeta, ApplyError> {
         let key = &placed.object.key;
         let manifest = marks::marked(&placed.object, owner, key.namespace.as_deref());
         let mut params = PatchParams::apply(FIELD_MANAGER).force();
@@ -303,7 +314,7 @@ impl Applier {
                 key: Box::new(key.clone()),
                 message: api_message(e),
             })?;
-        Ok(applied.resource_version().unwrap_or_default())
+        Ok(applied.metadata)
     }
 
     async fn wait_established(&self, name: &str) -> Result<(), ApplyError> {

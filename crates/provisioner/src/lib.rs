@@ -13,6 +13,7 @@
 //! * [`marks`]: the labels and owner reference every applied object carries, and whose an
 //!   object found in the cluster is.
 //! * [`conflict`]: objects that block an install (never adopted), and the message naming them.
+//! * [`fields`]: whether an apply changed an object (our field manager's entry before and after).
 //! * [`plan`]: what a reconcile of one BundleDeployment does (ignore, finalize, uninstall,
 //!   refuse, install), decided from the object alone.
 //! * [`prune`]: what an upgrade or a deletion removes, CRDs apart.
@@ -34,6 +35,7 @@ pub mod controller;
 pub mod crd_safety;
 pub mod drift;
 pub mod fetch;
+pub mod fields;
 pub mod format;
 pub mod health;
 pub mod kinds;

@@ -61,7 +61,12 @@ pub fn marked(object: &Object, owner: &Owner, namespace: Option<&str>) -> Map<St
             labels.insert(OWNER_NAME.into(), owner.name.clone().into());
             labels.insert(applyset::PART_OF.into(), owner.set_id().into());
         }
-        if phase(&object.key) != Phase::Crds {
+        if phase(&object.key) == Phase::Crds {
+            // A CRD's owner is never a bundle's to choose: an owner reference to an object
+            // that does not exist (or that goes) makes the garbage collector delete the CRD
+            // and every custom resource of it, past the upgrade checks and the keep rule.
+            metadata.remove("ownerReferences");
+        } else {
             metadata.insert(
                 "ownerReferences".into(),
                 json!([{
@@ -148,9 +153,11 @@ mod tests {
 
     #[test]
     fn crds_are_marked_but_not_owned_so_garbage_collection_never_takes_their_data() {
+        // The bundle's own owner reference (to an object that does not exist) is dropped too.
         let crd = object(json!({
             "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": "widgets.example.com"}
+            "metadata": {"name": "widgets.example.com", "ownerReferences": [{
+                "apiVersion": "v1", "kind": "ConfigMap", "name": "gone", "uid": "no-such-uid"}]}
         }));
         let m = Value::Object(marked(&crd, &owner(), None));
         assert_eq!(m["metadata"]["labels"][OWNER_NAME], "shop");

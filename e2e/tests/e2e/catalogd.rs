@@ -225,18 +225,29 @@ async fn invalid_content_keeps_the_old_content_served_with_the_reason_and_an_eve
 /// Waits for an event about `object` with `reason` (events are listed, not watched: they are
 /// written asynchronously and there is no single object to watch).
 pub(crate) async fn wait_for_event(events: &Api<Event>, object: &str, reason: &str) -> Event {
+    wait_for_event_saying(events, object, reason, "").await
+}
+
+/// Waits for an event about `object` with `reason` whose note contains `words`.
+pub(crate) async fn wait_for_event_saying(
+    events: &Api<Event>,
+    object: &str,
+    reason: &str,
+    words: &str,
+) -> Event {
     let deadline = tokio::time::Instant::now() + DEADLINE;
     loop {
         let list = events.list(&ListParams::default()).await.unwrap();
         if let Some(e) = list.items.into_iter().find(|e| {
             e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(object)
                 && e.reason.as_deref() == Some(reason)
+                && e.note.as_deref().unwrap_or_default().contains(words)
         }) {
             return e;
         }
         assert!(
             tokio::time::Instant::now() < deadline,
-            "no {reason} event for {object} within {DEADLINE:?}"
+            "no {reason} event for {object} saying {words:?} within {DEADLINE:?}"
         );
         // Bounded by the deadline above.
         tokio::time::sleep(Duration::from_millis(250)).await;

@@ -284,6 +284,14 @@ async fn drift_is_undone_and_nothing_else_is_written(
     .await
     .unwrap();
     assert_eq!(settings.data.unwrap()["theirs"], "kept");
+
+    // Both restores are told, each naming what the re-apply changed.
+    let events: Api<k8s_openapi::api::events::v1::Event> =
+        Api::namespaced(ctx.client.clone(), "default");
+    for object in ["extra", "settings"] {
+        let named = format!("ConfigMap {}/{object}", ctx.namespace);
+        crate::catalogd::wait_for_event_saying(&events, name, "Restored", &named).await;
+    }
 }
 
 /// Deleting a BundleDeployment whose CRD still has a user's custom resource: everything else it

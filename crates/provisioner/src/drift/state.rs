@@ -126,23 +126,6 @@ impl State {
         affected
     }
 
-    /// The resourceVersion the watch last saw `key` at, if it is there.
-    pub fn live_version(&self, key: &Key) -> Option<&str> {
-        self.live.get(key).map(|s| s.version.as_str())
-    }
-
-    /// Of the objects re-applied at `applied` versions, those the apply changed: gone before,
-    /// or moved from the version the watch saw. An object whose own status moved (a
-    /// Deployment's rollout, say) drifts by resourceVersion, and its re-apply is a no-op that
-    /// leaves it at that version: nothing was restored.
-    pub fn restored<'a>(&self, applied: impl IntoIterator<Item = (&'a Key, &'a str)>) -> Vec<Key> {
-        applied
-            .into_iter()
-            .filter(|(key, version)| self.live_version(key) != Some(*version))
-            .map(|(key, _)| key.clone())
-            .collect()
-    }
-
     /// How many objects are remembered and seen (for the memory figures).
     pub fn sizes(&self) -> (usize, usize) {
         (

@@ -116,17 +116,3 @@ fn forgetting_a_bundle_deployment_drops_its_record() {
     assert_eq!(state.gone(&key("ConfigMap", "a")), None);
     assert_eq!(state.sizes(), (0, 0));
 }
-
-#[test]
-fn a_reapply_that_changed_nothing_restored_nothing() {
-    let mut state = listed();
-    // The object's status moved (version 2): it drifted by version.
-    state.seen(key("ConfigMap", "a"), seen("bd", "2"));
-    let a = key("ConfigMap", "a");
-    // Applied again, it stays at 2: a no-op; at 3, the apply changed it back.
-    assert!(state.restored([(&a, "2")]).is_empty());
-    assert_eq!(state.restored([(&a, "3")]), vec![a.clone()]);
-    // Gone, then created by the apply: restored.
-    state.gone(&a);
-    assert_eq!(state.restored([(&a, "4")]), vec![a]);
-}

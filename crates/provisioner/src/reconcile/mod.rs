@@ -393,17 +393,17 @@ async fn restore(
     timer.observe_duration();
     match applied {
         Ok(applied) => {
-            let restored = {
-                let mut state = ctx.drift.state();
-                let restored = state.restored(applied.iter().map(|a| (&a.key, a.version.as_str())));
-                state.update(
-                    &owner.name,
-                    applied.iter().map(|a| (a.key.clone(), a.version.clone())),
-                );
-                restored
-            };
+            ctx.drift.state().update(
+                &owner.name,
+                applied.iter().map(|a| (a.key.clone(), a.version.clone())),
+            );
             // Only what the apply changed is told: a workload whose status moved was looked
             // at again (its health), not restored.
+            let restored: Vec<Key> = applied
+                .iter()
+                .filter(|a| a.changed)
+                .map(|a| a.key.clone())
+                .collect();
             if !restored.is_empty() {
                 let note = format!("restored {}", report::list(&restored));
                 tracing::info!(bundle_deployment = %owner.name, "{note}");
