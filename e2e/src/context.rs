@@ -18,6 +18,10 @@ use crate::{Error, Result, cluster, kube_err};
 /// -l olm-rs.io/e2e` removes what it left on a reused cluster.
 pub const E2E_LABEL: &str = "olm-rs.io/e2e";
 
+/// Label on a namespace a test makes besides its own (a bundle's install namespace), whose
+/// value is the test's namespace: the clean-up deletes these with it.
+pub const E2E_NAMESPACE_OF: &str = "olm-rs.io/e2e-namespace-of";
+
 /// How long the clean-up waits for the objects to be gone (a Catalog's finalizer needs
 /// catalogd) before it removes their finalizers itself.
 const CLEANUP_DEADLINE: Duration = Duration::from_secs(60);
@@ -69,6 +73,11 @@ impl TestContext {
     /// The labels every object the test creates must carry.
     pub fn labels(&self) -> BTreeMap<String, String> {
         [(E2E_LABEL.to_owned(), self.namespace.clone())].into()
+    }
+
+    /// The labels of a namespace the test makes besides its own (deleted by the clean-up).
+    pub fn namespace_labels(&self) -> BTreeMap<String, String> {
+        [(E2E_NAMESPACE_OF.to_owned(), self.namespace.clone())].into()
     }
 
     /// `doc` with this test's label added to its metadata. Namespaces are left as they are: a
@@ -195,7 +204,22 @@ pub async fn delete_labelled(client: &Client, namespace: &str) -> Result<()> {
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
     }
-    match Api::<Namespace>::all(client.clone())
+    let namespaces = Api::<Namespace>::all(client.clone());
+    let extra = namespaces
+        .list_metadata(&ListParams::default().labels(&format!("{E2E_NAMESPACE_OF}={namespace}")))
+        .await
+        .map_err(kube_err("listing the test's other namespaces".to_owned()))?;
+    for ns in extra.items {
+        match namespaces
+            .delete(&ns.name_any(), &DeleteParams::background())
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.is_not_found() => {}
+            Err(e) => return Err(kube_err(format!("deleting namespace {}", ns.name_any()))(e)),
+        }
+    }
+    match namespaces
         .delete(namespace, &DeleteParams::background())
         .await
     {

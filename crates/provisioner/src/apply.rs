@@ -9,17 +9,18 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::{Scope, pinned_kind};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde_json::{Map, Value};
 
 use crate::conflict::{self, Conflict};
 use crate::fields;
-use crate::marks::{self, Owner};
+use crate::marks::{self, Owner, Ownership};
 use crate::object::{Key, Object};
-use crate::order::{Phase, by_phase};
+use crate::order::{Phase, by_phase, phase};
 
 /// The field manager of everything the provisioner applies.
 pub const FIELD_MANAGER: &str = "olm-provisioner";
@@ -134,24 +135,38 @@ impl Applier {
         // Conflicts first, over every object whose kind is already served: a custom resource
         // whose CRD is not served yet cannot exist, so it cannot conflict.
         let mut found = Vec::new();
-        // What our field manager owned of each existing object, to tell what the apply changed.
-        let mut before = HashMap::new();
+        // What each existing object was: the uid the apply requires of it, and what our field
+        // manager owned of it (to tell what the apply changed).
+        let mut before = Found::new();
         for object in &objects {
             let Some(placed) = self.place(&mut kinds, object, false).await? else {
                 continue;
             };
             if let Some(metadata) = self.metadata_of(&placed).await? {
-                let labels = metadata.labels.clone().unwrap_or_default();
-                let owner = marks::ownership(&labels, &owner.name);
-                found.push((placed.object.key.clone(), owner));
-                before.insert(placed.object.key.clone(), fields::ours(&metadata));
+                let key = placed.object.key.clone();
+                let keepable = matches!(phase(&key), Phase::Crds | Phase::Namespaces);
+                found.push((
+                    key.clone(),
+                    marks::ownership_of(&metadata, keepable, &owner.name),
+                ));
+                before.insert(
+                    key,
+                    Before {
+                        uid: metadata.uid.clone().unwrap_or_default(),
+                        ours: fields::ours(&metadata),
+                        kept: metadata
+                            .annotations
+                            .as_ref()
+                            .is_some_and(|a| a.contains_key(marks::KEPT)),
+                    },
+                );
             }
         }
         let conflicts = conflict::conflicts(found);
         if !conflicts.is_empty() {
             return Err(ApplyError::Conflicts(conflicts));
         }
-        self.dry_run(owner, &mut kinds, &objects).await?;
+        self.dry_run(owner, &mut kinds, &objects, &before).await?;
         let mut applied = Vec::new();
         for (phase, group) in by_phase(objects) {
             let mut placed = Vec::new();
@@ -161,15 +176,16 @@ impl Applier {
                 }
             }
             for p in placed.iter() {
-                let after = self.patch(owner, p, false).await?;
+                let was = before.get(&p.object.key);
+                let after = self.patch(owner, p, false, was).await?;
+                if was.is_some_and(|b| b.kept) {
+                    self.readopted(p).await?;
+                }
                 applied.push(Applied {
                     key: p.object.key.clone(),
                     resource: p.resource.clone(),
                     version: after.resource_version.clone().unwrap_or_default(),
-                    changed: fields::changed(
-                        before.get(&p.object.key).copied(),
-                        fields::ours(&after),
-                    ),
+                    changed: fields::changed(was.map(|b| b.ours), fields::ours(&after)),
                 });
             }
             if phase == Phase::Crds {
@@ -193,6 +209,7 @@ impl Applier {
         owner: &Owner,
         kinds: &mut Kinds,
         objects: &[Object],
+        before: &Found,
     ) -> Result<(), ApplyError> {
         let mut missing_namespaces = std::collections::BTreeSet::new();
         for object in objects {
@@ -224,7 +241,8 @@ impl Applier {
             {
                 continue;
             }
-            self.patch(owner, &placed, true).await?;
+            let was = before.get(&placed.object.key);
+            self.patch(owner, &placed, true, was).await?;
         }
         Ok(())
     }
@@ -290,14 +308,43 @@ impl Applier {
     /// Server-side apply of `placed` (force: our manifest's fields are ours, and drift on them
     /// is undone; fields others set that the manifest lacks are left alone). Returns the
     /// object's metadata after it.
+    ///
+    /// The write is conditional on what the conflict check found (`was`): an object that
+    /// existed is applied with its uid as a precondition (one deleted and made again by
+    /// someone else meanwhile is not taken); one that did not exist is created, which fails if
+    /// it exists by then. Two BundleDeployments that ship the same object and are reconciled
+    /// at once both find it absent; the second create fails instead of taking the first's
+    /// object, and is told as a conflict.
     async fn patch(
         &self,
         owner: &Owner,
         placed: &Placed,
         dry_run: bool,
+        was: Option<&Before>,
     ) -> Result<ObjectMeta, ApplyError> {
         let key = &placed.object.key;
         let manifest = marks::marked(&placed.object, owner, key.namespace.as_deref());
+        let written = match was {
+            Some(before) => self.apply(placed, manifest, &before.uid, dry_run).await,
+            None => self.create(placed, manifest, dry_run).await,
+        };
+        match written {
+            Ok(metadata) => Ok(metadata),
+            Err(e) => Err(self.refusal(owner, placed, was, e).await),
+        }
+    }
+
+    /// Server-side apply of `manifest`, on the object whose uid is `uid`.
+    async fn apply(
+        &self,
+        placed: &Placed,
+        mut manifest: Map<String, Value>,
+        uid: &str,
+        dry_run: bool,
+    ) -> Result<ObjectMeta, kube::Error> {
+        if let Some(Value::Object(metadata)) = manifest.get_mut("metadata") {
+            metadata.insert("uid".into(), uid.into());
+        }
         let mut params = PatchParams::apply(FIELD_MANAGER).force();
         if dry_run {
             params = params.dry_run();
@@ -305,16 +352,109 @@ impl Applier {
         let applied = self
             .api(placed)
             .patch(
-                &key.name,
+                &placed.object.key.name,
                 &params,
-                &Patch::Apply(serde_json::Value::Object(manifest)),
+                &Patch::Apply(Value::Object(manifest)),
             )
+            .await?;
+        Ok(applied.metadata)
+    }
+
+    /// Creates `manifest` (failing if the object exists), then applies it, so that its fields
+    /// are owned as every apply owns them: the create's own entry in `managedFields` (an
+    /// `Update` of our manager) is dropped, or it would keep fields a later version of the
+    /// bundle removes.
+    async fn create(
+        &self,
+        placed: &Placed,
+        manifest: Map<String, Value>,
+        dry_run: bool,
+    ) -> Result<ObjectMeta, kube::Error> {
+        let object: DynamicObject = serde_json::from_value(Value::Object(manifest.clone()))
+            .map_err(kube::Error::SerdeError)?;
+        let params = PostParams {
+            dry_run,
+            field_manager: Some(FIELD_MANAGER.to_owned()),
+        };
+        let created = self.api(placed).create(&params, &object).await?;
+        if dry_run {
+            return Ok(created.metadata);
+        }
+        let uid = created.metadata.uid.clone().unwrap_or_default();
+        let mut metadata = self.apply(placed, manifest, &uid, false).await?;
+        // The entry is dropped with the resourceVersion as a precondition; a write in between
+        // is read again (a few times: it is only ever a status or a label another manager set).
+        for _ in 0..3 {
+            let Some(entries) = fields::without_create_entry(&metadata) else {
+                return Ok(metadata);
+            };
+            let patch = serde_json::json!({"metadata": {
+                "resourceVersion": metadata.resource_version,
+                "managedFields": entries,
+            }});
+            let api = self.api(placed);
+            let name = &placed.object.key.name;
+            match api
+                .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+                .await
+            {
+                Ok(patched) => return Ok(patched.metadata),
+                Err(kube::Error::Api(status)) if status.code == 409 => {
+                    metadata = api.get_metadata(name).await?.metadata;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        tracing::warn!(object = %placed.object.key, "the create's managedFields entry could not be dropped; fields a later version removes may stay");
+        Ok(metadata)
+    }
+
+    /// What a refused apply means: an object that did not exist at the conflict check and
+    /// exists now, not ours, is a conflict (a race lost to another BundleDeployment or to a
+    /// user); anything else is the API server's refusal, in its words.
+    async fn refusal(
+        &self,
+        owner: &Owner,
+        placed: &Placed,
+        was: Option<&Before>,
+        error: kube::Error,
+    ) -> ApplyError {
+        let key = &placed.object.key;
+        let refused = |e| ApplyError::Refused {
+            key: Box::new(key.clone()),
+            message: api_message(e),
+        };
+        if was.is_some() {
+            return refused(error);
+        }
+        // Created meanwhile by someone else (409 AlreadyExists): whose it is.
+        match self.metadata_of(placed).await {
+            Ok(Some(metadata)) => {
+                let keepable = matches!(phase(key), Phase::Crds | Phase::Namespaces);
+                match marks::ownership_of(&metadata, keepable, &owner.name) {
+                    Ownership::Ours => refused(error),
+                    other => ApplyError::Conflicts(vec![Conflict {
+                        key: key.clone(),
+                        owner: other,
+                    }]),
+                }
+            }
+            _ => refused(error),
+        }
+    }
+
+    /// Takes the kept mark off an object this BundleDeployment has taken back.
+    async fn readopted(&self, placed: &Placed) -> Result<(), ApplyError> {
+        let key = &placed.object.key;
+        let patch = serde_json::json!({"metadata": {"annotations": {marks::KEPT: Value::Null}}});
+        self.api(placed)
+            .patch(&key.name, &PatchParams::default(), &Patch::Merge(patch))
             .await
             .map_err(|e| ApplyError::Refused {
                 key: Box::new(key.clone()),
                 message: api_message(e),
             })?;
-        Ok(applied.metadata)
+        Ok(())
     }
 
     async fn wait_established(&self, name: &str) -> Result<(), ApplyError> {
@@ -357,6 +497,19 @@ impl Applier {
         }
     }
 }
+
+/// What the conflict check found of an existing object.
+#[derive(Debug, Clone)]
+struct Before {
+    /// Its uid, which the apply requires.
+    uid: String,
+    /// What our field manager owned of it ([`fields::ours`]).
+    ours: Option<u64>,
+    /// Whether it carries the kept mark (a Namespace or CRD an uninstall kept).
+    kept: bool,
+}
+
+type Found = HashMap<Key, Before>;
 
 /// The API server's own words for a failed request.
 pub(crate) fn api_message(error: kube::Error) -> String {

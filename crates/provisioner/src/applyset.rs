@@ -10,6 +10,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
 
 use crate::object::Key;
+use crate::order::{Phase, phase};
 
 /// The member label; its value is the parent's id.
 pub const PART_OF: &str = "applyset.kubernetes.io/part-of";
@@ -22,6 +23,9 @@ pub const GROUP_KINDS: &str = "applyset.kubernetes.io/contains-group-kinds";
 /// The parent's annotation listing namespaces of members beyond its own (a cluster-scoped
 /// parent has none of its own, so every member namespace is listed).
 pub const NAMESPACES: &str = "applyset.kubernetes.io/additional-namespaces";
+/// The parent's annotation listing the CRDs of the set by name (ours, beyond KEP-3659): a CRD
+/// carries no owner reference, so this record, not its labels, proves it was applied.
+pub const CRDS: &str = "olm-rs.io/applied-crds";
 /// Our tooling value.
 pub const OUR_TOOLING: &str = "olm-provisioner/v1";
 /// The label on a CRD that lets kubectl take its custom resources as ApplySet parents (the
@@ -51,6 +55,8 @@ pub struct Spans {
     pub group_kinds: BTreeSet<String>,
     /// Every namespace a member is in.
     pub namespaces: BTreeSet<String>,
+    /// The name of every CRD member.
+    pub crds: BTreeSet<String>,
 }
 
 impl Spans {
@@ -62,21 +68,25 @@ impl Spans {
             if let Some(ns) = &key.namespace {
                 spans.namespaces.insert(ns.clone());
             }
+            if phase(key) == Phase::Crds {
+                spans.crds.insert(key.name.clone());
+            }
         }
         spans
     }
 
-    /// The two annotation values (sorted, comma-separated).
-    pub fn annotations(&self) -> [(&'static str, String); 2] {
+    /// The annotation values (sorted, comma-separated).
+    pub fn annotations(&self) -> [(&'static str, String); 3] {
         let join = |set: &BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>().join(",");
         [
             (GROUP_KINDS, join(&self.group_kinds)),
             (NAMESPACES, join(&self.namespaces)),
+            (CRDS, join(&self.crds)),
         ]
     }
 
     /// The spans a parent's annotations record (missing ones: empty).
-    pub fn parse(group_kinds: Option<&str>, namespaces: Option<&str>) -> Spans {
+    pub fn parse(group_kinds: Option<&str>, namespaces: Option<&str>, crds: Option<&str>) -> Spans {
         let split = |v: Option<&str>| {
             v.unwrap_or_default()
                 .split(',')
@@ -88,6 +98,7 @@ impl Spans {
         Spans {
             group_kinds: split(group_kinds),
             namespaces: split(namespaces),
+            crds: split(crds),
         }
     }
 
@@ -101,6 +112,7 @@ impl Spans {
                 .cloned()
                 .collect(),
             namespaces: self.namespaces.union(&other.namespaces).cloned().collect(),
+            crds: self.crds.union(&other.crds).cloned().collect(),
         }
     }
 }
@@ -143,7 +155,7 @@ mod tests {
             ),
         ];
         let spans = Spans::of(&members);
-        let [(gk_key, gks), (ns_key, nss)] = spans.annotations();
+        let [(gk_key, gks), (ns_key, nss), (crd_key, crds)] = spans.annotations();
         assert_eq!(gk_key, GROUP_KINDS);
         assert_eq!(
             gks,
@@ -151,8 +163,10 @@ mod tests {
         );
         assert_eq!(ns_key, NAMESPACES);
         assert_eq!(nss, "audit,shop");
-        assert_eq!(Spans::parse(Some(&gks), Some(&nss)), spans);
-        assert_eq!(Spans::parse(None, Some("")), Spans::default());
+        assert_eq!(crd_key, CRDS);
+        assert_eq!(crds, "x.example.com");
+        assert_eq!(Spans::parse(Some(&gks), Some(&nss), Some(&crds)), spans);
+        assert_eq!(Spans::parse(None, Some(""), None), Spans::default());
         let other = Spans::of(&[key("", "Secret", Some("x"), "s")]);
         let both = spans.union(&other);
         assert!(both.group_kinds.contains("Secret") && both.namespaces.contains("x"));

@@ -9,7 +9,7 @@
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta};
 
 use crate::apply::FIELD_MANAGER;
 
@@ -28,6 +28,23 @@ pub fn ours(metadata: &ObjectMeta) -> Option<u64> {
         .unwrap_or_default()
         .hash(&mut hasher);
     Some(hasher.finish())
+}
+
+/// The object's `managedFields` without the entry its create left (an `Update` of our
+/// manager), or `None` when it has none. An object created by a POST and then applied would
+/// otherwise keep that entry, which owns every field the create set, so a field a later version
+/// of the bundle drops would never be removed.
+pub fn without_create_entry(metadata: &ObjectMeta) -> Option<Vec<ManagedFieldsEntry>> {
+    let entries = metadata.managed_fields.as_ref()?;
+    let is_create = |e: &ManagedFieldsEntry| {
+        e.manager.as_deref() == Some(FIELD_MANAGER)
+            && e.operation.as_deref() == Some("Update")
+            && e.subresource.as_deref().unwrap_or_default().is_empty()
+    };
+    entries
+        .iter()
+        .any(is_create)
+        .then(|| entries.iter().filter(|e| !is_create(e)).cloned().collect())
 }
 
 /// Whether an apply changed the object: it did not exist before (`before` is `None`), or what
@@ -131,6 +148,32 @@ mod tests {
             )),
             None
         );
+    }
+
+    #[test]
+    fn the_entry_a_create_left_is_dropped_and_only_that_one() {
+        let applied = meta(
+            vec![
+                entry(FIELD_MANAGER, "Update", our_fields()),
+                entry(FIELD_MANAGER, "Apply", our_fields()),
+                entry("kubectl", "Update", json!({"f:metadata": {}})),
+            ],
+            "2",
+        );
+        let kept = without_create_entry(&applied).unwrap_or_else(|| unreachable!());
+        let kinds: Vec<_> = kept
+            .iter()
+            .map(|e| (e.manager.as_deref(), e.operation.as_deref()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                (Some(FIELD_MANAGER), Some("Apply")),
+                (Some("kubectl"), Some("Update"))
+            ]
+        );
+        let clean = meta(vec![entry(FIELD_MANAGER, "Apply", our_fields())], "3");
+        assert!(without_create_entry(&clean).is_none());
     }
 
     #[test]

@@ -16,7 +16,9 @@
 //! * [`fields`]: whether an apply changed an object (our field manager's entry before and after).
 //! * [`plan`]: what a reconcile of one BundleDeployment does (ignore, finalize, uninstall,
 //!   refuse, install), decided from the object alone.
-//! * [`prune`]: what an upgrade or a deletion removes, CRDs apart.
+//! * [`prune`]: what an upgrade or a deletion removes, Namespaces and CRDs apart.
+//! * [`namespace_move`]: an upgrade that would move the install namespace (refused).
+//! * [`held`]: what a Namespace holds that a BundleDeployment did not apply (why it is kept).
 //! * [`source`]: what a template asks to fetch and in which format (refusals before any fetch),
 //!   and the `configMaps` source's files.
 //! * [`status`]: the conditions after a reconcile (`Unpacked`, `HasValidBundle`, `Installed`,
@@ -38,10 +40,12 @@ pub mod fetch;
 pub mod fields;
 pub mod format;
 pub mod health;
+pub mod held;
 pub mod kinds;
 pub mod manager;
 pub mod marks;
 pub mod metrics;
+pub mod namespace_move;
 pub mod object;
 pub mod order;
 pub mod plan;

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Map, Value, json};
 
 use crate::applyset;
@@ -98,6 +99,10 @@ pub enum Ownership {
     },
 }
 
+/// On a CRD kept because custom resources of it remained: the BundleDeployment that had
+/// installed it (which takes it back when it installs it again).
+pub const KEPT: &str = "olm-rs.io/kept-from-bundle-deployment";
+
 /// Whose the object with `labels` is, seen from the BundleDeployment `name`.
 pub fn ownership(labels: &BTreeMap<String, String>, name: &str) -> Ownership {
     match (
@@ -110,6 +115,42 @@ pub fn ownership(labels: &BTreeMap<String, String>, name: &str) -> Ownership {
             managed_by: labels.get("app.kubernetes.io/managed-by").cloned(),
         },
     }
+}
+
+/// Whose an object found in the cluster is, seen from the BundleDeployment `name` about to
+/// apply it: by its labels, except that a CRD this BundleDeployment kept on an uninstall (its
+/// [`KEPT`] annotation names it, our labels are gone) is its own again. Reinstalling the same
+/// operator takes back the CRD and the data it kept, after the CRD upgrade checks.
+pub fn ownership_of(metadata: &ObjectMeta, is_crd: bool, name: &str) -> Ownership {
+    let empty = BTreeMap::new();
+    let labels = metadata.labels.as_ref().unwrap_or(&empty);
+    let found = ownership(labels, name);
+    let kept_by_us = is_crd
+        && metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(KEPT))
+            .is_some_and(|bd| bd == name);
+    match found {
+        Ownership::Unowned { .. } if kept_by_us => Ownership::Ours,
+        found => found,
+    }
+}
+
+/// Whether an object found in the cluster was applied by `owner`, proven by its controller
+/// owner reference to the BundleDeployment's uid: labels anyone may write are no proof, and
+/// deleting is decided on this alone (CRDs, which carry no owner reference, are proven by
+/// the BundleDeployment's own record instead).
+pub fn applied_by(metadata: &ObjectMeta, owner: &Owner) -> bool {
+    !owner.uid.is_empty()
+        && metadata.owner_references.as_ref().is_some_and(|refs| {
+            refs.iter().any(|r| {
+                r.controller == Some(true)
+                    && r.uid == owner.uid
+                    && r.kind == BUNDLE_DEPLOYMENT
+                    && r.api_version == BUNDLE_DEPLOYMENT_API_VERSION
+            })
+        })
 }
 
 #[cfg(test)]
@@ -183,11 +224,60 @@ mod tests {
                 managed_by: Some("Helm".into())
             }
         );
+        // A CRD this BundleDeployment kept is its own again; another's, or a kept other
+        // object, is not.
+        let kept = |by: &str| ObjectMeta {
+            annotations: Some(BTreeMap::from([(KEPT.to_owned(), by.to_owned())])),
+            ..ObjectMeta::default()
+        };
+        assert_eq!(ownership_of(&kept("shop"), true, "shop"), Ownership::Ours);
+        assert!(matches!(
+            ownership_of(&kept("other"), true, "shop"),
+            Ownership::Unowned { .. }
+        ));
+        assert!(matches!(
+            ownership_of(&kept("shop"), false, "shop"),
+            Ownership::Unowned { .. }
+        ));
         // The owner name alone is not a claim: rukpak writes both.
         let half = labels(&[(OWNER_NAME, "shop")]);
         assert_eq!(
             ownership(&half, "shop"),
             Ownership::Unowned { managed_by: None }
         );
+    }
+
+    #[test]
+    fn only_a_controller_reference_to_the_uid_proves_an_object_applied() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+        let reference = |uid: &str, controller: bool| OwnerReference {
+            api_version: BUNDLE_DEPLOYMENT_API_VERSION.into(),
+            kind: BUNDLE_DEPLOYMENT.into(),
+            name: "shop".into(),
+            uid: uid.into(),
+            controller: Some(controller),
+            block_owner_deletion: Some(true),
+        };
+        let with = |refs: Vec<OwnerReference>| ObjectMeta {
+            owner_references: Some(refs),
+            // Labels anyone can write: no proof.
+            labels: Some(BTreeMap::from([
+                (OWNER_KIND.to_owned(), BUNDLE_DEPLOYMENT.to_owned()),
+                (OWNER_NAME.to_owned(), "shop".to_owned()),
+            ])),
+            ..ObjectMeta::default()
+        };
+        assert!(applied_by(&with(vec![reference("u-1", true)]), &owner()));
+        assert!(!applied_by(&with(vec![]), &owner()));
+        assert!(!applied_by(&with(vec![reference("u-2", true)]), &owner()));
+        assert!(!applied_by(&with(vec![reference("u-1", false)]), &owner()));
+        let mut other_kind = reference("u-1", true);
+        other_kind.kind = "ConfigMap".into();
+        assert!(!applied_by(&with(vec![other_kind]), &owner()));
+        let no_uid = Owner {
+            name: "shop".into(),
+            uid: String::new(),
+        };
+        assert!(!applied_by(&with(vec![reference("", true)]), &no_uid));
     }
 }

@@ -5,21 +5,34 @@
 //! The parent records the union of the old and the new set before anything is applied, and
 //! the new set alone once the old members are removed: a run cut short at any point leaves a
 //! record that still covers every member, so the next run finds and prunes them.
+//!
+//! Deleting is proven, never inferred from labels anyone can write: a member is an object whose
+//! controller owner reference is the BundleDeployment's uid, found in the namespaces the
+//! parent records, or a CRD the parent records by name that still carries our marks; each is
+//! deleted with its uid as a precondition.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
-use kube::discovery::{self, Scope};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, Preconditions,
+};
+use kube::discovery::{self, Discovery, Scope, verbs};
 use kube::{Client, ResourceExt};
 use olm_api::bundle_deployment::BundleDeployment;
 use serde_json::json;
 
 use crate::apply::{Applied, Applier, ApplyError, FIELD_MANAGER, api_message};
 use crate::applyset::{self, Spans};
-use crate::marks::{self, Owner, Ownership};
+use crate::held;
+use crate::marks::{self, KEPT, Owner, Ownership};
 use crate::object::{Key, Object};
-use crate::prune::{Removal, removal};
+use crate::order::{Phase, phase};
+use crate::prune::{Member, Removal, removal};
+
+/// How many of the objects a kept Namespace holds are named.
+const NAMED: usize = 5;
 
 /// What a sync did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -28,8 +41,29 @@ pub struct Synced {
     pub applied: Vec<Applied>,
     /// The old set's objects removed.
     pub removed: Vec<Key>,
-    /// CRDs the new set lacks that still have custom resources: kept, without our marks.
-    pub kept: Vec<Key>,
+    /// Namespaces and CRDs the new set lacks that were kept, without our marks, and why.
+    pub kept: Vec<Kept>,
+}
+
+/// A Namespace or CRD of the set that was not deleted, because deleting it would delete what
+/// the BundleDeployment did not apply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kept {
+    /// The object.
+    pub key: Key,
+    /// Why, in words that end the sentence "kept X: ...".
+    pub why: String,
+}
+
+/// What a CRD about to be deleted still serves.
+enum CustomResources {
+    /// None: deleted if the CRD is still at this resourceVersion.
+    None {
+        /// The CRD's resourceVersion when its custom resources were counted.
+        resource_version: String,
+    },
+    /// Some remain, or whether any do cannot be told: kept, for this reason.
+    Keep(String),
 }
 
 impl Applier {
@@ -68,6 +102,25 @@ impl Applier {
         })
     }
 
+    /// The Namespaces `owner` applied (proven by their owner reference), by name.
+    pub async fn applied_namespaces(&self, owner: &Owner) -> Result<BTreeSet<String>, ApplyError> {
+        let selector =
+            ListParams::default().labels(&format!("{}={}", applyset::PART_OF, owner.set_id()));
+        let listed = Api::<k8s_openapi::api::core::v1::Namespace>::all(self.client.clone())
+            .list_metadata(&selector)
+            .await
+            .map_err(|source| ApplyError::Read {
+                what: "listing the Namespaces of the set".to_owned(),
+                source,
+            })?;
+        Ok(listed
+            .items
+            .into_iter()
+            .filter(|n| marks::applied_by(&n.metadata, owner))
+            .map(|n| n.name_any())
+            .collect())
+    }
+
     /// What the parent records of the set.
     pub async fn recorded(&self, owner: &Owner) -> Result<Spans, ApplyError> {
         let api: Api<BundleDeployment> = Api::all(self.client.clone());
@@ -79,9 +132,11 @@ impl Applier {
                 source,
             })?;
         let annotations = bd.map(|m| m.annotations().clone()).unwrap_or_default();
+        let get = |key: &str| annotations.get(key).map(String::as_str);
         Ok(Spans::parse(
-            annotations.get(applyset::GROUP_KINDS).map(String::as_str),
-            annotations.get(applyset::NAMESPACES).map(String::as_str),
+            get(applyset::GROUP_KINDS),
+            get(applyset::NAMESPACES),
+            get(applyset::CRDS),
         ))
     }
 
@@ -120,13 +175,11 @@ impl Applier {
         Ok(())
     }
 
-    /// The live members of the set within `spans`, with whose each is (one list per
-    /// group-kind, by the member label).
-    async fn members(
-        &self,
-        owner: &Owner,
-        spans: &Spans,
-    ) -> Result<Vec<(Key, Ownership)>, ApplyError> {
+    /// The live members of the set within `spans`: of each recorded group-kind, the objects in
+    /// the recorded namespaces (cluster-wide for cluster-scoped kinds) that `owner` applied,
+    /// proven by their controller owner reference; of CRDs, those the parent records that
+    /// still carry our marks. The member label only narrows the lists.
+    async fn members(&self, owner: &Owner, spans: &Spans) -> Result<Vec<Member>, ApplyError> {
         let selector =
             ListParams::default().labels(&format!("{}={}", applyset::PART_OF, owner.set_id()));
         let mut members = Vec::new();
@@ -135,69 +188,151 @@ impl Applier {
                 .split_once('.')
                 .unwrap_or((group_kind.as_str(), ""));
             // A kind no longer served (its CRD gone) has no members left.
-            let Some((resource, _)) = served(&self.client, group, kind).await else {
+            let Some((resource, scope)) = served(&self.client, group, kind).await else {
                 continue;
             };
-            let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
-            let listed = api
-                .list_metadata(&selector)
-                .await
-                .map_err(|source| ApplyError::Read {
-                    what: format!("listing {group_kind} of the set"),
-                    source,
-                })?;
-            for item in listed.items {
-                let key = Key {
-                    group: group.to_owned(),
-                    kind: kind.to_owned(),
-                    namespace: item.namespace(),
-                    name: item.name_any(),
-                };
-                members.push((key, marks::ownership(item.labels(), &owner.name)));
+            let key_of = |meta: &ObjectMeta| Key {
+                group: group.to_owned(),
+                kind: kind.to_owned(),
+                namespace: meta.namespace.clone(),
+                name: meta.name.clone().unwrap_or_default(),
+            };
+            let read = |source| ApplyError::Read {
+                what: format!("listing {group_kind} of the set"),
+                source,
+            };
+            if phase(&Key::new(group, kind, None, "")) == Phase::Crds {
+                let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
+                for name in &spans.crds {
+                    let Some(found) = api.get_metadata_opt(name).await.map_err(read)? else {
+                        continue;
+                    };
+                    if marks::ownership(found.labels(), &owner.name) == Ownership::Ours {
+                        members.push(Member {
+                            key: key_of(&found.metadata),
+                            uid: found.uid().unwrap_or_default(),
+                        });
+                    }
+                }
+                continue;
+            }
+            let apis: Vec<Api<DynamicObject>> = match scope {
+                Scope::Cluster => vec![Api::all_with(self.client.clone(), &resource)],
+                Scope::Namespaced => spans
+                    .namespaces
+                    .iter()
+                    .map(|ns| Api::namespaced_with(self.client.clone(), ns, &resource))
+                    .collect(),
+            };
+            for api in apis {
+                let listed = api.list_metadata(&selector).await.map_err(read)?;
+                for item in listed.items {
+                    if marks::applied_by(&item.metadata, owner) {
+                        members.push(Member {
+                            key: key_of(&item.metadata),
+                            uid: item.uid().unwrap_or_default(),
+                        });
+                    }
+                }
             }
         }
         Ok(members)
     }
 
-    /// Carries out `removal`; what was deleted, and the CRDs kept for their custom resources.
+    /// Carries out `removal`; what was deleted, and the Namespaces and CRDs kept.
     async fn remove(
         &self,
         owner: &Owner,
         removal: &Removal,
-    ) -> Result<(Vec<Key>, Vec<Key>), ApplyError> {
+    ) -> Result<(Vec<Key>, Vec<Kept>), ApplyError> {
         let mut served = Served::default();
         let mut removed = Vec::new();
-        for key in &removal.delete {
-            if self.delete(&mut served, key).await? {
-                removed.push(key.clone());
+        for member in &removal.delete {
+            if self.delete(&mut served, member, None).await? {
+                removed.push(member.key.clone());
             }
         }
         let mut kept = Vec::new();
+        for namespace in &removal.namespaces {
+            match self.namespace_holds(owner, &namespace.key.name).await? {
+                Some(why) => {
+                    self.unmark(&mut served, namespace, owner).await?;
+                    kept.push(Kept {
+                        key: namespace.key.clone(),
+                        why,
+                    });
+                }
+                None => {
+                    if self.delete(&mut served, namespace, None).await? {
+                        removed.push(namespace.key.clone());
+                    }
+                }
+            }
+        }
         for crd in &removal.crds {
-            if self.has_custom_resources(&crd.name).await? {
-                self.unmark(crd, owner).await?;
-                kept.push(crd.clone());
-            } else if self.delete(&mut served, crd).await? {
-                removed.push(crd.clone());
+            match self.custom_resources(crd).await? {
+                CustomResources::Keep(why) => {
+                    self.unmark(&mut served, crd, owner).await?;
+                    kept.push(Kept {
+                        key: crd.key.clone(),
+                        why,
+                    });
+                }
+                CustomResources::None { resource_version } => {
+                    if self
+                        .delete(&mut served, crd, Some(resource_version))
+                        .await?
+                    {
+                        removed.push(crd.key.clone());
+                    }
+                }
             }
         }
         Ok((removed, kept))
     }
 
-    /// Deletes `key`; false when it was gone already.
-    async fn delete(&self, served: &mut Served, key: &Key) -> Result<bool, ApplyError> {
-        let Some((resource, scope)) = served.get(&self.client, &key.group, &key.kind).await else {
-            return Ok(false);
-        };
-        let api: Api<DynamicObject> = match (&scope, &key.namespace) {
+    /// The Api of `key`'s kind, placed in its namespace.
+    async fn api_of(&self, served: &mut Served, key: &Key) -> Option<Api<DynamicObject>> {
+        let (resource, scope) = served.get(&self.client, &key.group, &key.kind).await?;
+        Some(match (&scope, &key.namespace) {
             (Scope::Namespaced, Some(ns)) => {
                 Api::namespaced_with(self.client.clone(), ns, &resource)
             }
             _ => Api::all_with(self.client.clone(), &resource),
+        })
+    }
+
+    /// Deletes `member` if it still has its uid (and, when given, this resourceVersion); false
+    /// when it was gone already, or is another object now.
+    async fn delete(
+        &self,
+        served: &mut Served,
+        member: &Member,
+        resource_version: Option<String>,
+    ) -> Result<bool, ApplyError> {
+        let key = &member.key;
+        let Some(api) = self.api_of(served, key).await else {
+            return Ok(false);
         };
-        match api.delete(&key.name, &DeleteParams::background()).await {
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: Some(member.uid.clone()),
+                resource_version,
+            }),
+            ..DeleteParams::background()
+        };
+        match api.delete(&key.name, &params).await {
             Ok(_) => Ok(true),
             Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
+            // A precondition that failed: the object was replaced, or (a CRD) changed since its
+            // custom resources were counted; the next reconcile looks again.
+            Err(kube::Error::Api(status)) if status.code == 409 => Err(ApplyError::Refused {
+                key: Box::new(key.clone()),
+                message: format!(
+                    "not deleted: it changed since it was found ({}); it is looked at again",
+                    status.message
+                ),
+            }),
             Err(e) => Err(ApplyError::Refused {
                 key: Box::new(key.clone()),
                 message: api_message(e),
@@ -205,20 +340,92 @@ impl Applier {
         }
     }
 
-    /// Whether the CRD `name` still has a custom resource anywhere.
-    async fn has_custom_resources(&self, name: &str) -> Result<bool, ApplyError> {
+    /// Why the Namespace `name` must be kept: it holds objects `owner` did not apply (named),
+    /// or what it holds cannot be told. `None`: it may be deleted.
+    async fn namespace_holds(
+        &self,
+        owner: &Owner,
+        name: &str,
+    ) -> Result<Option<String>, ApplyError> {
+        let discovery = Discovery::new(self.client.clone())
+            .run_aggregated()
+            .await
+            .map_err(|source| ApplyError::Read {
+                what: format!("discovering the kinds Namespace {name} may hold"),
+                source,
+            })?;
+        let mut found: Vec<(Key, ObjectMeta)> = Vec::new();
+        for group in discovery.groups() {
+            for (resource, caps) in group.recommended_resources() {
+                if caps.scope != Scope::Namespaced || !caps.supports_operation(verbs::LIST) {
+                    continue;
+                }
+                let api: Api<DynamicObject> =
+                    Api::namespaced_with(self.client.clone(), name, &resource);
+                let listed = match api.list_metadata(&ListParams::default()).await {
+                    Ok(listed) => listed,
+                    // Unsure is a reason to keep it, never to delete it.
+                    Err(e) => {
+                        return Ok(Some(format!(
+                            "what it holds cannot be told ({} could not be listed: {}), and deleting it would delete everything in it",
+                            applyset::group_kind(&resource.group, &resource.kind),
+                            api_message(e)
+                        )));
+                    }
+                };
+                for item in listed.items {
+                    let key = Key::new(
+                        &resource.group,
+                        &resource.kind,
+                        Some(name),
+                        &item.name_any(),
+                    );
+                    found.push((key, item.metadata));
+                }
+            }
+        }
+        let (named, count) = held::held(found.iter().map(|(k, m)| (k, m)), owner, NAMED);
+        if count == 0 {
+            return Ok(None);
+        }
+        let mut list: Vec<String> = named.iter().map(ToString::to_string).collect();
+        if count > named.len() {
+            list.push(format!("and {} more", count - named.len()));
+        }
+        Ok(Some(format!(
+            "it holds objects the BundleDeployment did not apply ({}), and deleting it would delete them",
+            list.join(", ")
+        )))
+    }
+
+    /// Whether the CRD `crd` may be deleted: it is still the member found (its uid, our marks)
+    /// and none of its custom resources remain, counted at its storage version (else a served
+    /// one: the same objects). When no version is served they cannot be counted, and the CRD is
+    /// kept: unsure is a reason to keep, never to delete.
+    async fn custom_resources(&self, crd: &Member) -> Result<CustomResources, ApplyError> {
+        let name = &crd.key.name;
         let read = |source| ApplyError::Read {
             what: format!("reading CustomResourceDefinition {name}"),
             source,
         };
         let crds: Api<CustomResourceDefinition> = Api::all(self.client.clone());
-        let Some(crd) = crds.get_opt(name).await.map_err(read)? else {
-            return Ok(false);
+        let Some(live) = crds.get_opt(name).await.map_err(read)? else {
+            // Gone already: deleting it is a no-op the precondition turns into 404.
+            return Ok(CustomResources::None {
+                resource_version: String::new(),
+            });
         };
-        let spec = &crd.spec;
-        // Every served version lists the same objects: one is enough.
-        let Some(version) = spec.versions.iter().find(|v| v.served) else {
-            return Ok(false);
+        let resource_version = live.resource_version().unwrap_or_default();
+        let spec = &live.spec;
+        let version = spec
+            .versions
+            .iter()
+            .find(|v| v.served && v.storage)
+            .or_else(|| spec.versions.iter().find(|v| v.served));
+        let Some(version) = version else {
+            return Ok(CustomResources::Keep(
+                "no version of it is served, so whether custom resources of it remain cannot be told, and deleting it would delete them".to_owned(),
+            ));
         };
         let resource = ApiResource {
             group: spec.group.clone(),
@@ -235,36 +442,63 @@ impl Applier {
                 what: format!("listing the custom resources of {name}"),
                 source,
             })?;
-        Ok(!found.items.is_empty())
+        if found.items.is_empty() {
+            Ok(CustomResources::None { resource_version })
+        } else {
+            Ok(CustomResources::Keep(
+                "custom resources of it remain, and deleting it would delete them".to_owned(),
+            ))
+        }
     }
 
-    /// Takes our marks off `crd` and says why it is still there (a merge patch: the
-    /// definition itself is left exactly as it is).
-    async fn unmark(&self, crd: &Key, owner: &Owner) -> Result<(), ApplyError> {
-        let api: Api<CustomResourceDefinition> = Api::all(self.client.clone());
+    /// Takes our marks off `member` (our labels, and our owner reference, so that deleting the
+    /// BundleDeployment does not have the garbage collector delete it) and says why it is
+    /// still there. A merge patch with the member's uid and resourceVersion: nothing else is
+    /// changed, and a changed object is looked at again rather than guessed at.
+    async fn unmark(
+        &self,
+        served: &mut Served,
+        member: &Member,
+        owner: &Owner,
+    ) -> Result<(), ApplyError> {
+        let key = &member.key;
+        let Some(api) = self.api_of(served, key).await else {
+            return Ok(());
+        };
+        let refused = |e| ApplyError::Refused {
+            key: Box::new(key.clone()),
+            message: api_message(e),
+        };
+        let Some(live) = api.get_metadata_opt(&key.name).await.map_err(refused)? else {
+            return Ok(());
+        };
+        let references: Vec<_> = live
+            .metadata
+            .owner_references
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|r| r.uid != owner.uid)
+            .collect();
         let patch = json!({
             "metadata": {
+                "uid": member.uid,
+                "resourceVersion": live.resource_version(),
                 "labels": {
                     marks::OWNER_KIND: null,
                     marks::OWNER_NAME: null,
                     applyset::PART_OF: null,
                 },
                 "annotations": {KEPT: owner.name},
+                "ownerReferences": references,
             },
         });
-        api.patch(&crd.name, &PatchParams::default(), &Patch::Merge(patch))
+        api.patch(&key.name, &PatchParams::default(), &Patch::Merge(patch))
             .await
-            .map_err(|e| ApplyError::Refused {
-                key: Box::new(crd.clone()),
-                message: api_message(e),
-            })?;
+            .map_err(refused)?;
         Ok(())
     }
 }
-
-/// On a CRD kept because custom resources of it remained: the BundleDeployment that had
-/// installed it.
-pub const KEPT: &str = "olm-rs.io/kept-from-bundle-deployment";
 
 /// Discovery answers of one removal: each group-kind is looked up once, however many of its
 /// objects go.

@@ -45,6 +45,8 @@ pub mod reasons {
     pub const CONFLICT: &str = "Conflict";
     /// A CRD of the bundle exists, and its new version could lose or reject existing data.
     pub const CRD_UPGRADE_UNSAFE: &str = "CRDUpgradeUnsafe";
+    /// An upgrade would move the install namespace, and the admin did not allow it.
+    pub const NAMESPACE_CHANGE_REFUSED: &str = "InstallNamespaceChangeRefused";
     /// Waiting for the content.
     pub const INSTALL_PENDING: &str = "InstallPending";
     /// The installed version's objects could not all be restored.
@@ -89,6 +91,8 @@ pub enum Attempt {
     Conflicts(String),
     /// A CRD change is unsafe (the message lists each violation).
     UnsafeCrdUpgrade(String),
+    /// The upgrade would move the install namespace (the message says from where to where).
+    NamespaceMove(String),
     /// Applying an object failed (the message names it and quotes the API server).
     ApplyFailed(String),
     /// Every object applied, and what the old set had beyond it was removed.
@@ -104,6 +108,7 @@ impl Attempt {
             Attempt::Invalid { reason, .. } => reason,
             Attempt::Conflicts(_) => reasons::CONFLICT,
             Attempt::UnsafeCrdUpgrade(_) => reasons::CRD_UPGRADE_UNSAFE,
+            Attempt::NamespaceMove(_) => reasons::NAMESPACE_CHANGE_REFUSED,
             Attempt::ApplyFailed(_) => reasons::APPLY_FAILED,
             Attempt::Applied => reasons::INSTALLATION_SUCCEEDED,
         }
@@ -193,6 +198,7 @@ pub fn verdict(
         Attempt::Invalid { reason, message } => (unpacked(), ("False", *reason, message.clone())),
         Attempt::Conflicts(_)
         | Attempt::UnsafeCrdUpgrade(_)
+        | Attempt::NamespaceMove(_)
         | Attempt::ApplyFailed(_)
         | Attempt::Applied => (
             unpacked(),
@@ -234,6 +240,15 @@ pub fn verdict(
         Attempt::UnsafeCrdUpgrade(message) => {
             let (_, text) = failed(message);
             set(types::INSTALLED, "False", reasons::CRD_UPGRADE_UNSAFE, text);
+        }
+        Attempt::NamespaceMove(message) => {
+            let (_, text) = failed(message);
+            set(
+                types::INSTALLED,
+                "False",
+                reasons::NAMESPACE_CHANGE_REFUSED,
+                text,
+            );
         }
         Attempt::Applied => {
             set(

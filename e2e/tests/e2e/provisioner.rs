@@ -17,11 +17,16 @@ use serde_json::json;
 
 /// A BundleDeployment to own what is applied (owner references must name a real object, or
 /// the garbage collector removes what they own).
-async fn owner(ctx: &TestContext) -> Owner {
+pub(crate) async fn owner(ctx: &TestContext) -> Owner {
+    owner_named(ctx, "bd").await
+}
+
+/// A BundleDeployment named `ctx.name(suffix)` to own what is applied.
+pub(crate) async fn owner_named(ctx: &TestContext, suffix: &str) -> Owner {
     let bd: BundleDeployment = serde_json::from_value(ctx.labelled(json!({
         "apiVersion": "core.rukpak.io/v1alpha1",
         "kind": "BundleDeployment",
-        "metadata": {"name": ctx.name("bd")},
+        "metadata": {"name": ctx.name(suffix)},
         "spec": {
             "provisionerClassName": "olm-rs-e2e-nobody",
             "template": {"spec": {"provisionerClassName": "core-rukpak-io-plain",
@@ -39,7 +44,7 @@ async fn owner(ctx: &TestContext) -> Owner {
     }
 }
 
-fn yaml(ctx: &TestContext, doc: serde_json::Value) -> String {
+pub(crate) fn yaml(ctx: &TestContext, doc: serde_json::Value) -> String {
     serde_saphyr::to_string(&ctx.labelled(doc)).unwrap()
 }
 
@@ -211,7 +216,7 @@ async fn a_custom_resource_whose_crd_nobody_serves_is_named_as_upstream_names_it
     ctx.cleanup().await.unwrap();
 }
 
-fn config_map(ctx: &TestContext, name: &str, data: serde_json::Value) -> String {
+pub(crate) fn config_map(ctx: &TestContext, name: &str, data: serde_json::Value) -> String {
     yaml(
         ctx,
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}),
@@ -366,7 +371,7 @@ async fn removing_a_set_keeps_a_crd_that_still_has_custom_resources_without_our_
         removed
             .kept
             .iter()
-            .map(|k| k.name.as_str())
+            .map(|k| k.key.name.as_str())
             .collect::<Vec<_>>(),
         [crd_name.as_str()]
     );
@@ -375,7 +380,7 @@ async fn removing_a_set_keeps_a_crd_that_still_has_custom_resources_without_our_
     assert!(!crd.labels().contains_key(OWNER_NAME), "{:?}", crd.labels());
     assert!(!crd.labels().contains_key("applyset.kubernetes.io/part-of"));
     assert_eq!(
-        crd.annotations().get(provisioner::set::KEPT),
+        crd.annotations().get(provisioner::marks::KEPT),
         Some(&owner.name)
     );
     assert_eq!(

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::validate::Schema;
 use super::{Violation, changed_served, check, message, schema_of, served};
-use crate::marks::{Ownership, ownership};
+use crate::marks::{Ownership, ownership_of};
 use crate::object::Object;
 
 /// How many custom resources a list page holds.
@@ -54,8 +54,10 @@ pub async fn preflight(
                 what: format!("reading CustomResourceDefinition {name}"),
                 source,
             })?;
-        // Absent: a first install. Not ours: the conflict check refuses it.
-        let Some(live) = live.filter(|l| ownership(l.labels(), owner) == Ownership::Ours) else {
+        // Absent: a first install. Not ours: the conflict check refuses it. One this
+        // BundleDeployment kept on an uninstall is compared before it is taken back.
+        let Some(live) = live.filter(|l| ownership_of(&l.metadata, true, owner) == Ownership::Ours)
+        else {
             continue;
         };
         let old = serde_json::to_value(&live).unwrap_or(Value::Null);

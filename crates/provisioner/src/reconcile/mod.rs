@@ -154,8 +154,8 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
                     return Err(Error::Uninstall(e));
                 }
             };
-            for crd in &removed.kept {
-                report::kept_crd(&ctx, &bd, crd, "Uninstall").await;
+            for kept in &removed.kept {
+                report::kept(&ctx, &bd, kept, "Uninstall").await;
             }
             ctx.contents
                 .lock()
@@ -318,6 +318,20 @@ async fn install(
             objects
         }
     };
+    match ctx.applier.applied_namespaces(owner).await {
+        Ok(installed) => {
+            let wanted: std::collections::BTreeSet<String> = objects
+                .iter()
+                .filter(|o| o.key.group.is_empty() && o.key.kind == "Namespace")
+                .map(|o| o.key.name.clone())
+                .collect();
+            let allowed = crate::namespace_move::allowed(bd.annotations());
+            if let Some(m) = crate::namespace_move::refusal(&installed, &wanted, allowed) {
+                return Attempt::NamespaceMove(m);
+            }
+        }
+        Err(e) => return e.into(),
+    }
     if !crate::crd_safety::opted_out(bd.annotations()) {
         match crate::crd_safety::preflight::preflight(&ctx.client, &owner.name, &objects).await {
             Ok(()) => {}
@@ -361,8 +375,8 @@ async fn install(
                     .publish(bd, EventType::Normal, "Pruned", "Install", note)
                     .await;
             }
-            for crd in &synced.kept {
-                report::kept_crd(ctx, bd, crd, "Install").await;
+            for kept in &synced.kept {
+                report::kept(ctx, bd, kept, "Install").await;
             }
             Attempt::Applied
         }

@@ -13,6 +13,7 @@ use super::{Context, Error};
 use crate::apply::FIELD_MANAGER;
 use crate::health::Health;
 use crate::object::Key;
+use crate::set::Kept;
 use crate::status::{
     Attempt, Installed, Verdict, healthy, reasons, resolved_after, types, verdict,
 };
@@ -160,6 +161,11 @@ pub(super) async fn announce(
         (Attempt::UnsafeCrdUpgrade(m), _) => {
             (EventType::Warning, reasons::CRD_UPGRADE_UNSAFE, m.clone())
         }
+        (Attempt::NamespaceMove(m), _) => (
+            EventType::Warning,
+            reasons::NAMESPACE_CHANGE_REFUSED,
+            m.clone(),
+        ),
         (Attempt::ApplyFailed(m), _) => (EventType::Warning, reasons::APPLY_FAILED, m.clone()),
         (Attempt::UnpackFailed(m), _) => (EventType::Warning, reasons::UNPACK_FAILED, m.clone()),
         (Attempt::Invalid { reason, message }, _) => (EventType::Warning, *reason, message.clone()),
@@ -217,13 +223,20 @@ pub(super) fn list(keys: &[Key]) -> String {
     text.join(", ")
 }
 
-/// Tells (log, event) of a CRD kept because custom resources of it remain.
-pub(super) async fn kept_crd(ctx: &Context, bd: &BundleDeployment, crd: &Key, action: &str) {
+/// Tells (log, event) of a Namespace or CRD kept because deleting it would delete what the
+/// BundleDeployment did not apply.
+pub(super) async fn kept(ctx: &Context, bd: &BundleDeployment, kept: &Kept, action: &str) {
     let note = format!(
-        "kept {crd}: custom resources of it remain, and deleting it would delete them; its owner marks were removed"
+        "kept {}: {}; its owner marks were removed",
+        kept.key, kept.why
     );
-    tracing::warn!(bundle_deployment = %bd.name_any(), %crd, "{note}");
+    let reason = if kept.key.kind == "Namespace" {
+        "NamespaceKept"
+    } else {
+        "CRDKept"
+    };
+    tracing::warn!(bundle_deployment = %bd.name_any(), object = %kept.key, "{note}");
     ctx.events
-        .publish(bd, EventType::Warning, "CRDKept", action, note)
+        .publish(bd, EventType::Warning, reason, action, note)
         .await;
 }
