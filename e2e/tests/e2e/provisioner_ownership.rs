@@ -316,3 +316,138 @@ async fn a_kept_crd_is_taken_back_and_one_no_version_serves_is_kept() {
     assert!(crd.metadata.deletion_timestamp.is_none());
     ctx.cleanup().await.unwrap();
 }
+
+/// A plain bundle image of `objects` (each a file of `manifests/`), pushed as `<ns>/<name>:<tag>`.
+async fn bundle_image(ctx: &TestContext, tag: &str, objects: &[serde_json::Value]) -> String {
+    use olm_e2e::images::{Entry, layer, push};
+    let registry = olm_e2e::registry::plain().unwrap();
+    let repository = format!("{}/moving", ctx.namespace);
+    let mut entries = vec![Entry::Dir("manifests".into())];
+    for (i, object) in objects.iter().enumerate() {
+        entries.push(Entry::File(
+            format!("manifests/{i}.json"),
+            serde_json::to_vec(&ctx.labelled(object.clone())).unwrap(),
+        ));
+    }
+    push(
+        registry,
+        &repository,
+        tag,
+        &[layer(&entries)],
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    format!("{}/{repository}:{tag}", registry.host)
+}
+
+#[tokio::test]
+async fn an_upgrade_that_moves_the_install_namespace_is_refused_until_allowed() {
+    use kube::api::{Patch, PatchParams};
+    use olm_api::bundle_deployment::BundleDeployment;
+    use olm_e2e::wait::wait_for;
+
+    let ctx = TestContext::new("prov-ns-move").await.unwrap();
+    olm_e2e::manager::provisioner().unwrap();
+    let (old, new) = (ctx.name("old"), ctx.name("new"));
+    let objects = |ns: &str| {
+        vec![
+            json!({"apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": ns, "labels": ctx.namespace_labels()}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "settings", "namespace": ns}, "data": {"a": "1"}}),
+        ]
+    };
+    let v1 = bundle_image(&ctx, "v1", &objects(&old)).await;
+    let v2 = bundle_image(&ctx, "v2", &objects(&new)).await;
+    let spec = |image: &str| {
+        json!({"provisionerClassName": "core-rukpak-io-plain", "template": {"spec": {
+            "provisionerClassName": "core-rukpak-io-plain",
+            "source": {"type": "image", "image": {"ref": image}}}}})
+    };
+    let bds: Api<BundleDeployment> = Api::all(ctx.client.clone());
+    let name = ctx.name("moving");
+    let bd: BundleDeployment = serde_json::from_value(ctx.labelled(json!({
+        "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
+        "metadata": {"name": name}, "spec": spec(&v1)})))
+    .unwrap();
+    bds.create(&PostParams::default(), &bd).await.unwrap();
+    let installed = |reason: &'static str| {
+        move |bd: Option<&BundleDeployment>| {
+            crate::provisioner_bundles::condition(bd, "Installed")
+                .is_some_and(|(_, r, _)| r == reason)
+        }
+    };
+    let wait = Duration::from_secs(60);
+    wait_for(
+        &bds,
+        &name,
+        "installed",
+        wait,
+        installed("InstallationSucceeded"),
+    )
+    .await
+    .unwrap();
+
+    bds.patch(
+        &name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": spec(&v2)})),
+    )
+    .await
+    .unwrap();
+    let refused = wait_for(
+        &bds,
+        &name,
+        "the move refused",
+        wait,
+        installed("InstallNamespaceChangeRefused"),
+    )
+    .await
+    .unwrap();
+    let (_, _, message) =
+        crate::provisioner_bundles::condition(Some(&refused), "Installed").unwrap();
+    assert!(
+        message.contains(&format!("would move from {old:?} to {new:?}")),
+        "{message}"
+    );
+    assert!(
+        message.contains("olm-rs.io/allow-namespace-change=\"true\""),
+        "{message}"
+    );
+    let namespaces: Api<Namespace> = Api::all(ctx.client.clone());
+    assert!(namespaces.get_opt(&new).await.unwrap().is_none());
+    assert!(
+        Api::<ConfigMap>::namespaced(ctx.client.clone(), &old)
+            .get_opt("settings")
+            .await
+            .unwrap()
+            .is_some()
+    );
+
+    // Allowed: it moves, and the old namespace, which held nothing else, goes.
+    bds.patch(
+        &name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"annotations": {
+            provisioner::namespace_move::ALLOW: "true"}}})),
+    )
+    .await
+    .unwrap();
+    wait_for(
+        &bds,
+        &name,
+        "moved",
+        wait,
+        installed("InstallationSucceeded"),
+    )
+    .await
+    .unwrap();
+    wait_for_deletion(&namespaces, &old, GONE).await.unwrap();
+    assert!(namespaces.get_opt(&new).await.unwrap().is_some());
+
+    bds.delete(&name, &Default::default()).await.unwrap();
+    wait_for_deletion(&bds, &name, GONE).await.unwrap();
+    wait_for_deletion(&namespaces, &new, GONE).await.unwrap();
+    ctx.cleanup().await.unwrap();
+}
