@@ -403,10 +403,22 @@ fn generator_pods_get_a_network_policy_and_default_limits() {
         [
             (
                 "0.0.0.0/0".to_owned(),
-                serde_json::json!(["169.254.0.0/16", "10.96.0.1/32"])
+                serde_json::json!([
+                    "169.254.0.0/16",
+                    "10.96.0.1/32",
+                    "10.100.0.0/16",
+                    "10.200.0.0/16",
+                    "192.0.2.10/32"
+                ])
             ),
-            ("::/0".to_owned(), serde_json::json!(["fe80::/10"])),
-            ("10.0.0.0/8".to_owned(), serde_json::json!(["10.96.0.1/32"])),
+            (
+                "::/0".to_owned(),
+                serde_json::json!(["fe80::/10", "fd10::/56"])
+            ),
+            (
+                "10.0.0.0/8".to_owned(),
+                serde_json::json!(["10.96.0.1/32", "10.100.0.0/16", "10.200.0.0/16"])
+            ),
         ]
     );
     assert!(policy(&["--set", "catalogd.generators.networkPolicy.enabled=false"]).is_none());

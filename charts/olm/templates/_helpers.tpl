@@ -147,15 +147,23 @@ capabilities:
 {{- end -}}
 {{- end -}}
 
+{{/* The cluster's own ranges (cluster.*), as a YAML list of CIDRs. */}}
+{{- define "olm.clusterCIDRs" -}}
+{{ toYaml (concat .serviceCIDRs .podCIDRs .apiServerCIDRs) }}
+{{- end -}}
+
 {{/* The flags of a sources block (catalogd.sources, provisioner.sources), as a YAML list:
-     where the manager's fetches may connect (docs/catalogs.md, "Network policy"). */}}
+     where the manager's fetches may connect (docs/catalogs.md, "Network policy"). Called with
+     (dict "sources" <block> "cluster" .Values.cluster): the cluster's ranges are denied too. */}}
 {{- define "olm.sourceArgs" -}}
 {{- $args := list -}}
-{{- if .allowLoopback }}{{ $args = append $args "--allow-loopback-sources" }}{{ end -}}
-{{- if .allowLinkLocal }}{{ $args = append $args "--allow-link-local-sources" }}{{ end -}}
-{{- with .deniedCIDRs }}{{ $args = append $args (printf "--denied-source-cidrs=%s" (join "," .)) }}{{ end -}}
-{{- with .allowedHosts }}{{ $args = append $args (printf "--allowed-source-hosts=%s" (join "," .)) }}{{ end -}}
-{{- if .allowCredentialsWithoutTLSVerify }}{{ $args = append $args "--allow-credentials-without-tls-verify" }}{{ end -}}
+{{- $s := .sources -}}
+{{- if $s.allowLoopback }}{{ $args = append $args "--allow-loopback-sources" }}{{ end -}}
+{{- if $s.allowLinkLocal }}{{ $args = append $args "--allow-link-local-sources" }}{{ end -}}
+{{- $denied := concat (fromYamlArray (include "olm.clusterCIDRs" .cluster)) ($s.deniedCIDRs | default list) -}}
+{{- with $denied }}{{ $args = append $args (printf "--denied-source-cidrs=%s" (join "," .)) }}{{ end -}}
+{{- with $s.allowedHosts }}{{ $args = append $args (printf "--allowed-source-hosts=%s" (join "," .)) }}{{ end -}}
+{{- if $s.allowCredentialsWithoutTLSVerify }}{{ $args = append $args "--allow-credentials-without-tls-verify" }}{{ end -}}
 {{ toYaml $args }}
 {{- end -}}
 

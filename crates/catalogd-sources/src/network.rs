@@ -4,8 +4,8 @@
 //! fetch a cloud's metadata service (link-local), the API server, or catalogd's own ports on
 //! loopback, and show what came back in a condition.
 //!
-//! The policy refuses loopback, unspecified (`0.0.0.0`, `::`) and link-local addresses unless
-//! allowed, refuses any address in the denied CIDRs (and the API server's own address), and,
+//! The policy refuses loopback, unspecified (`0.0.0.0`, `::`) and link-local addresses (and
+//! the cloud metadata services outside link-local) unless allowed, refuses any address in the denied CIDRs (and the API server's own address), and,
 //! when hosts are listed, allows only those. It is enforced where connections are made: URLs
 //! (and every redirect) are checked before a request, and names are checked again on every
 //! address DNS gives (the resolver of each HTTP client, and the ssh connect), so a name that
@@ -65,6 +65,14 @@ fn is_link_local(ip: IpAddr) -> bool {
     }
 }
 
+/// Cloud metadata services outside link-local: AWS's over IPv6 (`fd00:ec2::254`) and
+/// Alibaba Cloud's (`100.100.100.200`). Refused as link-local addresses are (the others,
+/// AWS's, GCP's, Azure's and Oracle's IPv4 `169.254.169.254`, are link-local).
+const METADATA: [IpAddr; 2] = [
+    IpAddr::V6(std::net::Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254)),
+    IpAddr::V4(std::net::Ipv4Addr::new(100, 100, 100, 200)),
+];
+
 fn host_matches(pattern: &str, host: &str) -> bool {
     let (pattern, host) = (pattern.to_ascii_lowercase(), host.to_ascii_lowercase());
     let host = host.trim_matches(['[', ']']);
@@ -104,6 +112,11 @@ impl NetworkPolicy {
         if is_link_local(ip) && !self.allow_link_local {
             return Err(Refused(format!(
                 "{ip} is a link-local address (such as a cloud's metadata service), which sources do not reach unless the admin allows it ({LINK_LOCAL_FLAG})"
+            )));
+        }
+        if METADATA.contains(&ip) && !self.allow_link_local {
+            return Err(Refused(format!(
+                "{ip} is a cloud's metadata service, which sources do not reach unless the admin allows it ({LINK_LOCAL_FLAG})"
             )));
         }
         if let Some(net) = self.denied.iter().find(|n| n.contains(&ip)) {
@@ -246,6 +259,10 @@ mod tests {
             // IPv4-mapped IPv6 is the same address to the kernel.
             "::ffff:169.254.169.254",
             "::ffff:127.0.0.1",
+            // Metadata services outside link-local: AWS over IPv6, Alibaba Cloud.
+            "fd00:ec2::254",
+            "100.100.100.200",
+            "::ffff:100.100.100.200",
         ] {
             let err = p.check_ip(ip(refused)).unwrap_err();
             assert!(err.0.contains("--allow-"), "{refused}: {}", err.0);

@@ -94,6 +94,10 @@ pub struct Args {
     /// becomes the limit).
     #[arg(long, value_parser = resources::parse_list, default_value = resources::DEFAULT_LIMITS)]
     pub generator_default_limits: BTreeMap<String, Quantity>,
+    /// The most a generator container's spec may ask for, request or limit, per resource
+    /// (`cpu=…,memory=…,ephemeral-storage=…`); a Catalog asking more is refused.
+    #[arg(long, value_parser = resources::parse_list, default_value = resources::DEFAULT_MAXIMUM)]
+    pub generator_max_resources: BTreeMap<String, Quantity>,
     /// PEM certificate (chain) of the content server: with it, content is served over HTTPS
     /// (reloaded when the file changes). --external-address should then be https.
     #[arg(long, requires = "content_tls_key_file")]

@@ -1,5 +1,6 @@
 //! What a reconcile of one BundleDeployment does, decided from the object alone (pure):
-//! leave another provisioner's object alone, make sure the finalizer is on before anything is
+//! leave another provisioner's object alone (unless our finalizer is on it and it is being
+//! deleted: what we applied is ours to remove), make sure the finalizer is on before anything is
 //! applied, uninstall what is being deleted, refuse a template it cannot serve (before any
 //! fetch), or fetch and install the template.
 
@@ -44,14 +45,19 @@ pub enum Plan {
 
 /// The plan for `bd`.
 pub fn plan(bd: &BundleDeployment) -> Plan {
-    if bd.spec.provisioner_class_name != PLAIN_PROVISIONER {
-        return Plan::Ignore;
-    }
     let has_finalizer = bd
         .metadata
         .finalizers
         .as_ref()
         .is_some_and(|f| f.iter().any(|f| f == FINALIZER));
+    // Our finalizer says we applied objects for it: deleting it removes them even when its
+    // class was changed since (it could never be deleted otherwise).
+    if bd.metadata.deletion_timestamp.is_some() && has_finalizer {
+        return Plan::Uninstall;
+    }
+    if bd.spec.provisioner_class_name != PLAIN_PROVISIONER {
+        return Plan::Ignore;
+    }
     if bd.metadata.deletion_timestamp.is_some() {
         return if has_finalizer {
             Plan::Uninstall
@@ -133,9 +139,18 @@ mod tests {
 
     #[test]
     fn another_provisioners_bundle_deployments_are_left_alone_even_when_deleted() {
-        let other = bd("core-rukpak-io-helm", PLAIN_PROVISIONER, "image");
+        let mut other = bd("core-rukpak-io-helm", PLAIN_PROVISIONER, "image");
+        other.metadata.finalizers = Some(vec!["core.rukpak.io/helm".into()]);
         assert_eq!(plan(&other), Plan::Ignore);
         assert_eq!(plan(&deleting(other)), Plan::Ignore);
+    }
+
+    #[test]
+    fn one_whose_class_changed_after_we_installed_it_is_still_uninstalled() {
+        // Our finalizer is on it: we applied objects for it, and only we remove them.
+        let moved = bd("core-rukpak-io-helm", PLAIN_PROVISIONER, "image");
+        assert_eq!(plan(&moved), Plan::Ignore);
+        assert_eq!(plan(&deleting(moved)), Plan::Uninstall);
     }
 
     #[test]

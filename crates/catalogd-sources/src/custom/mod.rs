@@ -186,6 +186,11 @@ impl CustomSource {
     ) -> Result<Fetched, SourceError> {
         let spec = catalog.spec.source.custom.clone().unwrap_or_default();
         let resolved = resolve(&spec)?;
+        if let Some(message) =
+            resources::beyond_ceiling(spec.resources.as_ref(), &self.options.pod.defaults.maximum)
+        {
+            return Err(SourceError::new(INVALID_SPEC, message));
+        }
         let uid = catalog.metadata.uid.clone().unwrap_or_default();
         let catalog_name = catalog.metadata.name.clone().unwrap_or_default();
         let hash = spec_hash(&spec);

@@ -21,7 +21,12 @@ pub struct Defaults {
     pub requests: BTreeMap<String, Quantity>,
     /// Limits, by resource name.
     pub limits: BTreeMap<String, Quantity>,
+    /// The most a spec may ask for, request or limit, by resource name (none: no ceiling).
+    pub maximum: BTreeMap<String, Quantity>,
 }
+
+/// The default ceiling (catalogd's `--generator-max-resources` and the chart's value).
+pub const DEFAULT_MAXIMUM: &str = "cpu=2,memory=2Gi,ephemeral-storage=2Gi";
 
 /// The default requests (catalogd's flag and the chart's value).
 pub const DEFAULT_REQUESTS: &str = "cpu=100m,memory=128Mi,ephemeral-storage=64Mi";
@@ -34,6 +39,7 @@ impl Defaults {
         Self {
             requests: parse_list(DEFAULT_REQUESTS).unwrap_or_default(),
             limits: parse_list(DEFAULT_LIMITS).unwrap_or_default(),
+            maximum: parse_list(DEFAULT_MAXIMUM).unwrap_or_default(),
         }
     }
 }
@@ -62,6 +68,42 @@ pub fn parse_list(text: &str) -> Result<BTreeMap<String, Quantity>, String> {
             Ok((name.to_owned(), Quantity(value.to_owned())))
         })
         .collect()
+}
+
+/// What a spec asks beyond the admin's ceiling, in a sentence (the first such resource), or
+/// `None`. A Catalog's author chooses the spec, and the generator runs in catalogd's namespace:
+/// without a ceiling, a limit of a thousand CPUs would be taken as written. A quantity that
+/// cannot be read is refused too.
+pub fn beyond_ceiling(
+    spec: Option<&ResourceRequirements>,
+    maximum: &BTreeMap<String, Quantity>,
+) -> Option<String> {
+    let spec = spec?;
+    for (kind, asked) in [("requests", &spec.requests), ("limits", &spec.limits)] {
+        for (name, quantity) in asked.iter().flatten() {
+            let Some(most) = maximum.get(name) else {
+                continue;
+            };
+            let parsed = kube_quantity::ParsedQuantity::try_from(quantity);
+            let bound = kube_quantity::ParsedQuantity::try_from(most);
+            match (parsed, bound) {
+                (Ok(q), Ok(m)) if q <= m => {}
+                (Ok(_), Ok(_)) => {
+                    return Some(format!(
+                        "custom.resources.{kind}.{name} {:?} is more than the admin allows a generator, {:?} (--generator-max-resources)",
+                        quantity.0, most.0
+                    ));
+                }
+                _ => {
+                    return Some(format!(
+                        "custom.resources.{kind}.{name} {:?} is not a quantity",
+                        quantity.0
+                    ));
+                }
+            }
+        }
+    }
+    None
 }
 
 /// The generator container's resources: `spec`'s, completed with `defaults`.
@@ -168,5 +210,38 @@ mod tests {
         assert!(parse_list("gpu=1").is_err());
         assert!(parse_list("cpu").is_err());
         assert!(parse_list("memory=lots").is_err());
+    }
+
+    #[test]
+    fn what_a_spec_asks_beyond_the_ceiling_is_named() {
+        let maximum = Defaults::standard().maximum;
+        let spec = |requests: &[(&str, &str)], limits: &[(&str, &str)]| ResourceRequirements {
+            requests: q(requests),
+            limits: q(limits),
+            ..Default::default()
+        };
+        assert_eq!(beyond_ceiling(None, &maximum), None);
+        let within = spec(&[("cpu", "1500m")], &[("cpu", "2"), ("memory", "2048Mi")]);
+        assert_eq!(beyond_ceiling(Some(&within), &maximum), None);
+        let greedy = spec(&[], &[("cpu", "1000"), ("memory", "1Gi")]);
+        assert_eq!(
+            beyond_ceiling(Some(&greedy), &maximum).as_deref(),
+            Some(
+                "custom.resources.limits.cpu \"1000\" is more than the admin allows a generator, \"2\" (--generator-max-resources)"
+            )
+        );
+        let big_request = spec(&[("memory", "3G")], &[]);
+        assert!(
+            beyond_ceiling(Some(&big_request), &maximum)
+                .is_some_and(|m| m.starts_with("custom.resources.requests.memory \"3G\""))
+        );
+        let nonsense = spec(&[], &[("ephemeral-storage", "lots")]);
+        assert!(
+            beyond_ceiling(Some(&nonsense), &maximum)
+                .is_some_and(|m| m.ends_with("is not a quantity"))
+        );
+        // A resource the ceiling does not name is not bounded by it.
+        let gpu = spec(&[], &[("nvidia.com/gpu", "8")]);
+        assert_eq!(beyond_ceiling(Some(&gpu), &maximum), None);
     }
 }

@@ -72,6 +72,7 @@ pub async fn lead(args: &Args, prepared: &Prepared, ctx: &Context) -> Result<(),
                 defaults: Defaults {
                     requests: args.generator_default_requests.clone(),
                     limits: args.generator_default_limits.clone(),
+                    maximum: args.generator_max_resources.clone(),
                 },
             },
             max_concurrent: args.max_concurrent_generators,

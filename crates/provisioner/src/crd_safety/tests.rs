@@ -300,3 +300,39 @@ fn existing_objects_are_validated_as_kubernetes_reads_the_schema() {
         json!({"type": ["string", "null"]})
     );
 }
+
+#[test]
+fn keywords_crds_forbid_are_refused_before_the_schema_is_compiled() {
+    let cases = [
+        (json!({"$ref": "http://169.254.169.254/latest"}), "^: $ref"),
+        (
+            json!({"type": "object", "properties": {"spec": {"id": "http://x/"}}}),
+            "^.spec: id",
+        ),
+        (
+            json!({"type": "object", "definitions": {"a": {"type": "string"}}}),
+            "^: definitions",
+        ),
+        (
+            json!({"type": "array", "items": {"allOf": [{"$ref": "#/definitions/a"}]}}),
+            "^[*]: $ref",
+        ),
+        (
+            json!({"type": "object", "additionalProperties": {"patternProperties": {}}}),
+            "^{*}: patternProperties",
+        ),
+    ];
+    for (openapi, said) in cases {
+        let Err(e) = Schema::compile(&openapi) else {
+            panic!("{openapi} compiled");
+        };
+        assert!(e.to_string().contains(said), "{e}");
+        assert!(
+            e.to_string().ends_with("is not allowed in a CRD's schema"),
+            "{e}"
+        );
+    }
+    // A property named like a keyword is a property.
+    let named = json!({"type": "object", "properties": {"id": {"type": "string"}, "$ref": {"type": "string"}}});
+    assert!(Schema::compile(&named).is_ok());
+}

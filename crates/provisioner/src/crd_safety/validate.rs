@@ -20,8 +20,15 @@ pub struct Schema(jsonschema::Validator);
 pub struct BadSchema(String);
 
 impl Schema {
-    /// Compiles a version's `openAPIV3Schema`.
+    /// Compiles a version's `openAPIV3Schema`, after refusing the keywords CRDs forbid: the
+    /// schema comes from a bundle, before the API server has validated it, and `$ref`, `id` or
+    /// `definitions` would have the compiler resolve references the API server never would.
     pub fn compile(openapi: &Value) -> Result<Schema, BadSchema> {
+        if let Some((path, keyword)) = forbidden(openapi, "^") {
+            return Err(BadSchema(format!(
+                "{path}: {keyword} is not allowed in a CRD's schema"
+            )));
+        }
         jsonschema::draft4::options()
             .should_validate_formats(false)
             .build(&draft4(openapi))
@@ -41,6 +48,39 @@ impl Schema {
             };
             format!("{path}: {e}")
         })
+    }
+}
+
+/// Keywords the API server refuses in a CRD's `openAPIV3Schema`.
+const FORBIDDEN: [&str; 7] = [
+    "$ref",
+    "$schema",
+    "id",
+    "definitions",
+    "patternProperties",
+    "dependencies",
+    "additionalItems",
+];
+
+/// The first keyword of `schema` (a schema node at `path`) that CRDs forbid, with where it is.
+fn forbidden(schema: &Value, path: &str) -> Option<(String, &'static str)> {
+    match schema {
+        Value::Object(m) => {
+            if let Some(keyword) = FORBIDDEN.iter().find(|k| m.contains_key(**k)) {
+                return Some((path.to_owned(), keyword));
+            }
+            m.iter().find_map(|(k, v)| match (k.as_str(), v) {
+                ("properties", Value::Object(children)) => children
+                    .iter()
+                    .find_map(|(name, child)| forbidden(child, &format!("{path}.{name}"))),
+                ("items", v) => forbidden(v, &format!("{path}[*]")),
+                ("additionalProperties", v) => forbidden(v, &format!("{path}{{*}}")),
+                ("not" | "allOf" | "anyOf" | "oneOf", v) => forbidden(v, path),
+                _ => None,
+            })
+        }
+        Value::Array(items) => items.iter().find_map(|v| forbidden(v, path)),
+        _ => None,
     }
 }
 
