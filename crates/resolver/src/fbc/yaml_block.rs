@@ -27,6 +27,11 @@ pub const MAX_DEPTH: usize = 64;
 /// duplicates with a hash set.
 const MAX_KEYS: usize = 256;
 
+/// The longest span, in bytes, from a key's start to its `:` that the fast path reads: YAML
+/// limits implicit keys to 1024 characters, and saphyr refuses longer ones (found by the fuzz
+/// target `yaml_nest`). A byte count at most this is a character count within the limit.
+const MAX_KEY_SPAN: usize = 1000;
+
 /// Converts every document of `text`, or `None` when saphyr must read it.
 pub fn documents(text: &str) -> Option<Documents> {
     // A last line without its newline is left to saphyr (block scalars' chomping there).
@@ -632,7 +637,7 @@ fn split_key(text: &str) -> Result<(String, &str)> {
             (key.to_owned(), &text[end + 1..])
         }
     };
-    if !(rest.is_empty() || rest.starts_with(' ')) {
+    if !(rest.is_empty() || rest.starts_with(' ')) || text.len() - rest.len() > MAX_KEY_SPAN {
         return Err(Unsupported);
     }
     Ok((key, rest.trim_start_matches(' ')))
@@ -884,7 +889,7 @@ fn flow_depth<'t>(text: &'t str, out: &mut Vec<u8>, depth: usize) -> Result<&'t 
             keys.push(key);
             let after = after.trim_start_matches(' ');
             let after = after.strip_prefix(':').ok_or(Unsupported)?;
-            if !after.starts_with(' ') {
+            if !after.starts_with(' ') || rest.len() - after.len() > MAX_KEY_SPAN {
                 return Err(Unsupported);
             }
             out.push(b':');
@@ -951,6 +956,10 @@ mod tests {
             .iter()
             .map(|(j, l)| (serde_json::from_str(j).unwrap(), l))
             .collect()
+    }
+
+    fn saphyr_result(text: &str) -> std::result::Result<(), serde_saphyr::Error> {
+        super::super::yaml::documents(text, serde_saphyr::Options::default()).map(|_| ())
     }
 
     fn fast(text: &str) -> Option<Vec<(serde_json::Value, usize)>> {
@@ -1120,5 +1129,18 @@ mod tests {
         for text in cases {
             assert!(fast(text).is_none(), "{text:?}");
         }
+        // Found by the fuzz target yaml_nest: keys longer than YAML's 1024 characters, which
+        // saphyr refuses, and keys just within.
+        let long = [
+            format!("{}: v\n", "v1.0.0".repeat(200)),
+            format!("a: {{{}: v}}\n", "k".repeat(1100)),
+            format!("'{}': v\n", "q".repeat(1100)),
+        ];
+        for text in long {
+            assert!(fast(&text).is_none(), "{text:?}");
+            assert!(saphyr_result(&text).is_err(), "{text:?}");
+        }
+        let within = format!("{}: v\n", "k".repeat(900));
+        assert_eq!(fast(&within), Some(saphyr(&within)));
     }
 }
