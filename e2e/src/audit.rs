@@ -1,6 +1,7 @@
 //! The control plane's audit log (`<cluster dir>/audit.log`, written by the kube-apiserver
 //! the harness starts: every request that changes something, with its user agent), read by
-//! the tests of leader election to learn which replica wrote what, from the server's side.
+//! the tests of leader election to learn which replica wrote what, from the server's side, and
+//! by the tests of the provisioner's drift watches to learn which it keeps open.
 
 use std::time::SystemTime;
 
@@ -21,12 +22,37 @@ pub struct Write {
     pub received: SystemTime,
 }
 
-/// The writes whose user agent contains `agent`, received at or after `since`.
+/// The provisioner's watches whose URI path starts with `path` that are open: started (the
+/// audit log's `ResponseStarted`) and not ended (`ResponseComplete`), and how many were ever
+/// started. Only the provisioner's watches are logged (the harness's audit policy).
 ///
 /// # Errors
 ///
-/// When the control plane is a reused one (no audit log of ours) or the log is unreadable.
-pub fn writes_by(agent: &str, since: SystemTime) -> Result<Vec<Write>> {
+/// As [`writes_by`].
+pub fn provisioner_watches(path: &str) -> Result<(usize, usize)> {
+    let mut started = std::collections::BTreeSet::new();
+    let mut ended = std::collections::BTreeSet::new();
+    for event in events()? {
+        let field = |name: &str| event.get(name).and_then(|v| v.as_str()).unwrap_or("");
+        let uri = field("requestURI");
+        if field("verb") != "watch" || !uri.starts_with(path) {
+            continue;
+        }
+        match field("stage") {
+            "ResponseStarted" => {
+                started.insert(field("auditID").to_owned());
+            }
+            "ResponseComplete" | "Panic" => {
+                ended.insert(field("auditID").to_owned());
+            }
+            _ => {}
+        }
+    }
+    Ok((started.difference(&ended).count(), started.len()))
+}
+
+/// Every event of the audit log.
+fn events() -> Result<Vec<serde_json::Value>> {
     let dir = cluster::cluster()?
         .dir
         .clone()
@@ -39,6 +65,17 @@ pub fn writes_by(agent: &str, since: SystemTime) -> Result<Vec<Write>> {
     Ok(text
         .lines()
         .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .collect())
+}
+
+/// The writes whose user agent contains `agent`, received at or after `since`.
+///
+/// # Errors
+///
+/// When the control plane is a reused one (no audit log of ours) or the log is unreadable.
+pub fn writes_by(agent: &str, since: SystemTime) -> Result<Vec<Write>> {
+    Ok(events()?
+        .into_iter()
         .filter_map(|event| {
             let field = |name: &str| event.get(name).and_then(|v| v.as_str()).unwrap_or("");
             let received: Timestamp = field("requestReceivedTimestamp").parse().ok()?;

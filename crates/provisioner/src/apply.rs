@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 use crate::conflict::{self, Conflict};
 use crate::fields;
 use crate::marks::{self, Owner, Ownership};
+use crate::namespaces::Namespaces;
 use crate::object::{Key, Object};
 use crate::order::{Phase, by_phase, phase};
 
@@ -63,6 +64,14 @@ pub enum ApplyError {
         /// Its conditions' messages, if any.
         why: String,
     },
+    /// An object would go to a namespace bundles may not use.
+    #[error("{key}: {why}")]
+    NamespaceNotAllowed {
+        /// The object.
+        key: Box<Key>,
+        /// Why (the namespace, and the rule).
+        why: String,
+    },
     /// Reading the cluster failed.
     #[error("{what}: {source}")]
     Read {
@@ -102,16 +111,24 @@ pub struct Applied {
 pub struct Applier {
     pub(crate) client: Client,
     pub(crate) default_namespace: String,
+    pub(crate) namespaces: Namespaces,
 }
 
 impl Applier {
-    /// Namespaced objects without a namespace go to `default_namespace` (the provisioner's own,
-    /// as rukpak put them into its system namespace).
+    /// Namespaced objects without a namespace go to `default_namespace` (`--default-namespace`);
+    /// every namespace is allowed until [`Applier::within`] says otherwise.
     pub fn new(client: Client, default_namespace: impl Into<String>) -> Applier {
         Applier {
             client,
             default_namespace: default_namespace.into(),
+            namespaces: Namespaces::default(),
         }
+    }
+
+    /// This applier, putting objects only where `namespaces` allows.
+    pub fn within(mut self, namespaces: Namespaces) -> Applier {
+        self.namespaces = namespaces;
+        self
     }
 
     /// `key` with the namespace a namespace-less object goes to. For a cluster-scoped object
@@ -281,6 +298,26 @@ impl Applier {
                     .unwrap_or_else(|| self.default_namespace.clone()),
             ),
         };
+        // Where it goes: a namespaced object's namespace; a Namespace makes one; any other
+        // cluster-scoped object is refused only when the provisioner may write nowhere else.
+        let why = match scope {
+            Scope::Namespaced => object
+                .key
+                .namespace
+                .as_deref()
+                .and_then(|ns| self.namespaces.refusal(ns)),
+            Scope::Cluster => self.namespaces.cluster_refusal().or_else(|| {
+                (object.key.group.is_empty() && object.key.kind == "Namespace")
+                    .then(|| self.namespaces.refusal(&object.key.name))
+                    .flatten()
+            }),
+        };
+        if let Some(why) = why {
+            return Err(ApplyError::NamespaceNotAllowed {
+                key: Box::new(object.key.clone()),
+                why,
+            });
+        }
         Ok(Some(Placed { object, resource }))
     }
 

@@ -7,15 +7,31 @@ use clap::Parser;
 use olm_runtime::RuntimeArgs;
 
 use crate::kinds::{Allowed, Pattern};
+use crate::namespaces::{NamespacePattern, Namespaces};
 
 /// provisioner: installs the bundles BundleDeployments name.
 #[derive(Parser, Debug)]
 #[command(version, about, args_override_self = true)]
 pub struct Args {
-    /// The provisioner's own namespace: bundle ConfigMaps and pull secrets are read here, and
-    /// namespaced objects of a bundle that name no namespace go here.
+    /// The provisioner's own namespace (the managers'): bundle ConfigMaps and pull secrets are
+    /// read here, and no bundle object ever goes here.
     #[arg(long, env = "POD_NAMESPACE", default_value = "olm-system")]
     pub namespace: String,
+    /// Where namespaced objects of a bundle that name no namespace go (never the managers'
+    /// namespace: such objects are then refused).
+    #[arg(long, default_value = "default")]
+    pub default_namespace: String,
+    /// The namespaces bundles may put objects in (comma-separated names, or prefixes ending in
+    /// `*`); an object elsewhere is refused (NamespaceNotAllowed). Empty: every namespace but
+    /// the managers'.
+    #[arg(long, value_delimiter = ',')]
+    pub allowed_namespaces: Vec<NamespacePattern>,
+    /// The provisioner may write only in --allowed-namespaces (the chart's
+    /// provisioner.rbac.namespaced binds its apply role there alone): cluster-scoped objects
+    /// are refused, and drift is watched in those namespaces only. Needs --allowed-namespaces
+    /// of names, not prefixes.
+    #[arg(long)]
+    pub namespaced_rbac: bool,
     /// Where image layers are cached, by digest.
     #[arg(long, default_value = "/var/cache/provisioner")]
     pub cache_dir: PathBuf,
@@ -59,5 +75,14 @@ impl Args {
     /// `--allowed-kinds`.
     pub fn allowed(&self) -> Allowed {
         Allowed(self.allowed_kinds.clone())
+    }
+
+    /// `--allowed-namespaces`, and never `--namespace`.
+    pub fn namespaces(&self) -> Namespaces {
+        Namespaces {
+            managers: self.namespace.clone(),
+            allowed: self.allowed_namespaces.clone(),
+            namespaced_only: self.namespaced_rbac,
+        }
     }
 }

@@ -17,6 +17,7 @@
 //! * [`plan`]: what a reconcile of one BundleDeployment does (ignore, finalize, uninstall,
 //!   refuse, install), decided from the object alone.
 //! * [`prune`]: what an upgrade or a deletion removes, Namespaces and CRDs apart.
+//! * [`namespaces`]: the namespaces bundles may use (never the managers').
 //! * [`namespace_move`]: an upgrade that would move the install namespace (refused).
 //! * [`held`]: what a Namespace holds that a BundleDeployment did not apply (why it is kept).
 //! * [`source`]: what a template asks to fetch and in which format (refusals before any fetch),
@@ -46,6 +47,7 @@ pub mod manager;
 pub mod marks;
 pub mod metrics;
 pub mod namespace_move;
+pub mod namespaces;
 pub mod object;
 pub mod order;
 pub mod plan;

@@ -105,10 +105,15 @@ impl Manager for Provisioner {
             Some(prepared.image_metrics.clone()),
         );
         let (drift, drifted) = Drift::new(client.clone(), rt.shutdown.clone());
+        let drift = drift.scoped(
+            args.namespaces().only(),
+            Some(prepared.metrics.drift_watches.clone()),
+        );
         let ctx = Arc::new(
             Context::new(
                 client.clone(),
-                Applier::new(client.clone(), args.namespace.clone()),
+                Applier::new(client.clone(), args.default_namespace.clone())
+                    .within(args.namespaces()),
                 Fetcher::new(
                     client.clone(),
                     args.namespace.clone(),

@@ -1,7 +1,7 @@
 //! The provisioner's own metric families (docs/provisioner.md), registered on every replica so
 //! that followers show them too; the controller-runtime families come from the shared runtime.
 
-use prometheus::{Histogram, HistogramOpts, IntCounterVec, IntGaugeVec, Opts, Registry};
+use prometheus::{Histogram, HistogramOpts, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
 
 /// `provisioner_*`.
 #[derive(Clone)]
@@ -15,6 +15,8 @@ pub struct ProvisionerMetrics {
     /// `provisioner_install_results_total{reason}`: attempts, by the Installed condition's
     /// reason (or the reason that stopped them before it).
     pub results: IntCounterVec,
+    /// `provisioner_drift_watches`: the group-kinds whose applied objects are watched.
+    pub drift_watches: IntGauge,
 }
 
 impl ProvisionerMetrics {
@@ -55,7 +57,12 @@ impl ProvisionerMetrics {
             ),
             &["reason"],
         )?;
+        let drift_watches = IntGauge::new(
+            "provisioner_drift_watches",
+            "Group-kinds watched for drift: those some installed BundleDeployment applies (a watch stops when none does).",
+        )?;
         registry.register(Box::new(unpack_duration.clone()))?;
+        registry.register(Box::new(drift_watches.clone()))?;
         registry.register(Box::new(apply_duration.clone()))?;
         registry.register(Box::new(managed_objects.clone()))?;
         registry.register(Box::new(results.clone()))?;
@@ -64,6 +71,7 @@ impl ProvisionerMetrics {
             apply_duration,
             managed_objects,
             results,
+            drift_watches,
         })
     }
 }

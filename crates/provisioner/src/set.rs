@@ -102,8 +102,17 @@ impl Applier {
         })
     }
 
-    /// The Namespaces `owner` applied (proven by their owner reference), by name.
+    /// The Namespaces `owner` applied (proven by their owner reference), by name. Listed only
+    /// when the parent records Namespaces among the set's kinds.
     pub async fn applied_namespaces(&self, owner: &Owner) -> Result<BTreeSet<String>, ApplyError> {
+        if !self
+            .recorded(owner)
+            .await?
+            .group_kinds
+            .contains("Namespace")
+        {
+            return Ok(BTreeSet::new());
+        }
         let selector =
             ListParams::default().labels(&format!("{}={}", applyset::PART_OF, owner.set_id()));
         let listed = Api::<k8s_openapi::api::core::v1::Namespace>::all(self.client.clone())

@@ -53,6 +53,9 @@ pub mod reasons {
     pub const RECONCILE_FAILED: &str = "ReconcileFailed";
     /// Being deleted, and an applied object could not be removed.
     pub const UNINSTALL_FAILED: &str = "UninstallFailed";
+    /// An object of the bundle would go to a namespace bundles may not use (the managers',
+    /// or one `--allowed-namespaces` does not list).
+    pub const NAMESPACE_NOT_ALLOWED: &str = "NamespaceNotAllowed";
     /// The bundle holds a kind the admin did not allow (`--allowed-kinds`).
     pub const KIND_NOT_ALLOWED: &str = "KindNotAllowed";
     /// Applying an object failed (metrics and events; the condition says which install).

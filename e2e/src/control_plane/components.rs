@@ -13,11 +13,15 @@ use crate::{Error, Result};
 pub const APISERVER_ARGS_ENV: &str = "OLM_TESTBIN_APISERVER_ARGS";
 
 /// Every request that changes something, with its user agent, goes to `audit.log`: the tests
-/// of leader election read which replica wrote what.
+/// of leader election read which replica wrote what. The provisioner's watches go there too
+/// (their start and their end): the tests of its drift watches read which it keeps open.
 pub const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
 rules:
+- level: Metadata
+  verbs: [watch]
+  users: [\"system:serviceaccount:olm-system:provisioner\"]
 - level: None
   verbs: [get, list, watch]
 - level: Metadata

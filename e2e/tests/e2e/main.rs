@@ -19,6 +19,7 @@ mod provisioner_health;
 mod provisioner_ownership;
 mod provisioner_registry;
 mod provisioner_restart;
+mod provisioner_watches;
 mod samples;
 mod switcher;
 mod validation;

@@ -317,11 +317,17 @@ async fn a_kept_crd_is_taken_back_and_one_no_version_serves_is_kept() {
     ctx.cleanup().await.unwrap();
 }
 
-/// A plain bundle image of `objects` (each a file of `manifests/`), pushed as `<ns>/<name>:<tag>`.
-async fn bundle_image(ctx: &TestContext, tag: &str, objects: &[serde_json::Value]) -> String {
+/// A plain bundle image of `objects` (each a file of `manifests/`, labelled for the test),
+/// pushed as `<ns>/<name>:<tag>`.
+pub(crate) async fn bundle_image(
+    ctx: &TestContext,
+    name: &str,
+    tag: &str,
+    objects: &[serde_json::Value],
+) -> String {
     use olm_e2e::images::{Entry, layer, push};
     let registry = olm_e2e::registry::plain().unwrap();
-    let repository = format!("{}/moving", ctx.namespace);
+    let repository = format!("{}/{name}", ctx.namespace);
     let mut entries = vec![Entry::Dir("manifests".into())];
     for (i, object) in objects.iter().enumerate() {
         entries.push(Entry::File(
@@ -358,8 +364,8 @@ async fn an_upgrade_that_moves_the_install_namespace_is_refused_until_allowed() 
                 "metadata": {"name": "settings", "namespace": ns}, "data": {"a": "1"}}),
         ]
     };
-    let v1 = bundle_image(&ctx, "v1", &objects(&old)).await;
-    let v2 = bundle_image(&ctx, "v2", &objects(&new)).await;
+    let v1 = bundle_image(&ctx, "moving", "v1", &objects(&old)).await;
+    let v2 = bundle_image(&ctx, "moving", "v2", &objects(&new)).await;
     let spec = |image: &str| {
         json!({"provisionerClassName": "core-rukpak-io-plain", "template": {"spec": {
             "provisionerClassName": "core-rukpak-io-plain",

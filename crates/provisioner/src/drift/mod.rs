@@ -11,14 +11,15 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use futures::StreamExt;
 use futures::channel::mpsc;
-use kube::api::{Api, ApiResource, DynamicObject, PartialObjectMeta};
+use kube::api::{Api, DynamicObject, PartialObjectMeta};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use olm_api::bundle_deployment::BundleDeployment;
+use prometheus::IntGauge;
 use tokio_util::sync::CancellationToken;
 
-use self::state::{GroupKind, Seen, State};
+use self::state::{GroupKind, Part, Seen, State};
 use crate::apply::Applied;
 use crate::marks::{BUNDLE_DEPLOYMENT, OWNER_KIND, OWNER_NAME};
 use crate::object::Key;
@@ -27,9 +28,14 @@ use crate::object::Key;
 pub struct Drift {
     client: Client,
     state: Arc<Mutex<State>>,
-    watched: Mutex<HashMap<GroupKind, ApiResource>>,
+    /// The running watches, by group-kind: each stops with its token.
+    watched: Mutex<HashMap<GroupKind, CancellationToken>>,
     requeue: mpsc::UnboundedSender<ObjectRef<BundleDeployment>>,
     shutdown: CancellationToken,
+    /// With namespaced RBAC, the namespaces namespaced kinds are watched in (else all).
+    namespaces: Option<Vec<String>>,
+    /// `provisioner_drift_watches`: the group-kinds watched.
+    gauge: Option<IntGauge>,
 }
 
 impl Drift {
@@ -46,8 +52,18 @@ impl Drift {
             watched: Mutex::default(),
             requeue,
             shutdown,
+            namespaces: None,
+            gauge: None,
         };
         (drift, rx)
+    }
+
+    /// These watches, of namespaced kinds in `namespaces` only (`None`: everywhere), counted
+    /// by `gauge`.
+    pub fn scoped(mut self, namespaces: Option<Vec<String>>, gauge: Option<IntGauge>) -> Drift {
+        self.namespaces = namespaces;
+        self.gauge = gauge;
+        self
     }
 
     /// The state (applied versions, what the watches see).
@@ -63,14 +79,55 @@ impl Drift {
             if watched.contains_key(&group_kind) {
                 continue;
             }
-            watched.insert(group_kind.clone(), a.resource.clone());
-            tokio::spawn(run(
-                Api::all_with(self.client.clone(), &a.resource),
-                group_kind,
-                self.state.clone(),
-                self.requeue.clone(),
-                self.shutdown.clone(),
-            ));
+            let stop = self.shutdown.child_token();
+            watched.insert(group_kind.clone(), stop.clone());
+            let apis: Vec<Api<PartialObjectMeta<DynamicObject>>> =
+                match (&self.namespaces, &a.key.namespace) {
+                    (Some(namespaces), Some(_)) => namespaces
+                        .iter()
+                        .map(|ns| Api::namespaced_with(self.client.clone(), ns, &a.resource))
+                        .collect(),
+                    _ => vec![Api::all_with(self.client.clone(), &a.resource)],
+                };
+            let count = apis.len();
+            for api in apis {
+                tokio::spawn(run(
+                    api,
+                    group_kind.clone(),
+                    count,
+                    self.state.clone(),
+                    self.requeue.clone(),
+                    stop.clone(),
+                ));
+            }
+        }
+        self.count(watched.len());
+    }
+
+    /// Stops the watches of group-kinds no remembered set holds any more (the last
+    /// BundleDeployment applying them went, or dropped them), so watches do not pile up over
+    /// the provisioner's life.
+    pub fn stop_unused(&self) {
+        let in_use = self.state().group_kinds();
+        let mut watched = self.watched.lock().unwrap_or_else(PoisonError::into_inner);
+        let unused: Vec<GroupKind> = watched
+            .keys()
+            .filter(|gk| !in_use.contains(*gk))
+            .cloned()
+            .collect();
+        for group_kind in unused {
+            if let Some(stop) = watched.remove(&group_kind) {
+                stop.cancel();
+            }
+            self.state().unwatched(&group_kind);
+            tracing::debug!(group = %group_kind.0, kind = %group_kind.1, "a drift watch stopped: nothing applied of its kind");
+        }
+        self.count(watched.len());
+    }
+
+    fn count(&self, watches: usize) {
+        if let Some(g) = &self.gauge {
+            g.set(i64::try_from(watches).unwrap_or(i64::MAX));
         }
     }
 }
@@ -90,14 +147,17 @@ fn seen_of(group_kind: &GroupKind, object: &PartialObjectMeta<DynamicObject>) ->
     (key, seen)
 }
 
-/// One group-kind's watch, until `shutdown`.
+/// One group-kind's watch (one of `parts`, one per namespace with namespaced RBAC), until
+/// `shutdown`.
 async fn run(
     api: Api<PartialObjectMeta<DynamicObject>>,
     group_kind: GroupKind,
+    parts: usize,
     state: Arc<Mutex<State>>,
     requeue: mpsc::UnboundedSender<ObjectRef<BundleDeployment>>,
     shutdown: CancellationToken,
 ) {
+    let scope = api.namespace().map(str::to_owned);
     let config = watcher::Config::default().labels(&format!("{OWNER_KIND}={BUNDLE_DEPLOYMENT}"));
     let mut events = std::pin::pin!(watcher(api, config).default_backoff());
     let mut listing: Vec<(Key, Seen)> = Vec::new();
@@ -117,9 +177,14 @@ async fn run(
                 listing.push(seen_of(&group_kind, &o));
                 BTreeSet::new()
             }
-            Ok(watcher::Event::InitDone) => {
-                lock().relisted(group_kind.clone(), std::mem::take(&mut listing))
-            }
+            Ok(watcher::Event::InitDone) => lock().relisted(
+                group_kind.clone(),
+                Part {
+                    namespace: scope.clone(),
+                    of: parts,
+                },
+                std::mem::take(&mut listing),
+            ),
             Ok(watcher::Event::Apply(o)) => {
                 let (key, seen) = seen_of(&group_kind, &o);
                 lock().seen(key, seen).into_iter().collect()

@@ -25,8 +25,19 @@ pub struct State {
     /// Which BundleDeployment applied each object (the reverse of `applied`).
     owner_of: HashMap<Key, String>,
     live: HashMap<Key, Seen>,
-    /// Group-kinds whose watch has listed them at least once.
-    synced: BTreeSet<GroupKind>,
+    /// For each group-kind, the parts of its watch (namespaces, or `None`: everywhere) that
+    /// have listed at least once, and how many parts it has.
+    synced: HashMap<GroupKind, (BTreeSet<Option<String>>, usize)>,
+}
+
+/// The part of a group-kind's watch that listed: its namespace (`None`: everywhere), and how
+/// many parts the watch has (one per namespace with namespaced RBAC).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Part {
+    /// The namespace it watches, if only one.
+    pub namespace: Option<String>,
+    /// How many parts the group-kind's watch has.
+    pub of: usize,
 }
 
 fn group_kind(key: &Key) -> GroupKind {
@@ -69,7 +80,11 @@ impl State {
         let record = self.applied.get(bd)?;
         let mut drifted = Vec::new();
         for (key, version) in record {
-            if !self.synced.contains(&group_kind(key)) {
+            let listed = self
+                .synced
+                .get(&group_kind(key))
+                .is_some_and(|(parts, of)| parts.len() >= *of);
+            if !listed {
                 return None;
             }
             match self.live.get(key) {
@@ -98,22 +113,35 @@ impl State {
         self.recorded(key).map(|(bd, _)| bd)
     }
 
-    /// A watch of `group_kind` listed what it holds (at start, or after it lost its place):
-    /// what it saw replaces what was seen before, and every BundleDeployment with an object of
-    /// that group-kind that is not as we left it is to be looked at again.
+    /// A watch of `group_kind` (its `part`) listed what it holds (at start, or after it lost
+    /// its place): what it saw replaces what was seen before in that part, and every
+    /// BundleDeployment with an object there that is not as we left it is to be looked at
+    /// again.
     pub fn relisted(
         &mut self,
         group_kind: GroupKind,
+        part: Part,
         listed: impl IntoIterator<Item = (Key, Seen)>,
     ) -> BTreeSet<String> {
-        self.live
-            .retain(|k, _| (k.group.as_str(), k.kind.as_str()) != (&group_kind.0, &group_kind.1));
+        let in_part = |k: &Key| {
+            (k.group.as_str(), k.kind.as_str()) == (group_kind.0.as_str(), group_kind.1.as_str())
+                && part
+                    .namespace
+                    .as_ref()
+                    .is_none_or(|ns| k.namespace.as_ref() == Some(ns))
+        };
+        self.live.retain(|k, _| !in_part(k));
         self.live.extend(listed);
-        self.synced.insert(group_kind.clone());
+        let entry = self
+            .synced
+            .entry(group_kind.clone())
+            .or_insert_with(|| (BTreeSet::new(), part.of));
+        entry.0.insert(part.namespace.clone());
+        entry.1 = part.of;
         let mut affected = BTreeSet::new();
         for (bd, record) in &self.applied {
             let drifted = record.iter().any(|(key, version)| {
-                group_kind == self::group_kind(key)
+                in_part(key)
                     && self
                         .live
                         .get(key)
@@ -124,6 +152,23 @@ impl State {
             }
         }
         affected
+    }
+
+    /// The group-kinds some remembered set holds (the watches still needed).
+    pub fn group_kinds(&self) -> BTreeSet<GroupKind> {
+        self.applied
+            .values()
+            .flat_map(|record| record.keys().map(group_kind))
+            .collect()
+    }
+
+    /// The watch of `group_kind` stopped: nothing it saw is kept, and it must list again
+    /// before drift of that kind can be told.
+    pub fn unwatched(&mut self, group_kind: &GroupKind) {
+        self.live.retain(|k, _| {
+            (k.group.as_str(), k.kind.as_str()) != (group_kind.0.as_str(), group_kind.1.as_str())
+        });
+        self.synced.remove(group_kind);
     }
 
     /// How many objects are remembered and seen (for the memory figures).

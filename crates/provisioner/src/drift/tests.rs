@@ -15,11 +15,22 @@ fn cm() -> GroupKind {
     (String::new(), "ConfigMap".to_owned())
 }
 
+fn everywhere() -> Part {
+    Part {
+        namespace: None,
+        of: 1,
+    }
+}
+
 /// A state where `bd` applied ConfigMap `a` at version 1, and its watch listed it as such.
 fn listed() -> State {
     let mut state = State::default();
     state.remember("bd", [(key("ConfigMap", "a"), "1".to_owned())]);
-    let affected = state.relisted(cm(), [(key("ConfigMap", "a"), seen("bd", "1"))]);
+    let affected = state.relisted(
+        cm(),
+        everywhere(),
+        [(key("ConfigMap", "a"), seen("bd", "1"))],
+    );
     assert!(affected.is_empty());
     state
 }
@@ -99,6 +110,7 @@ fn a_relist_names_the_owners_of_what_changed_or_went_while_unwatched() {
     // b went while the watch was away; c is as it was.
     let affected = state.relisted(
         cm(),
+        everywhere(),
         [
             (key("ConfigMap", "a"), seen("bd", "1")),
             (key("ConfigMap", "c"), seen("other", "7")),
@@ -115,4 +127,39 @@ fn forgetting_a_bundle_deployment_drops_its_record() {
     assert_eq!(state.drifted("bd"), None);
     assert_eq!(state.gone(&key("ConfigMap", "a")), None);
     assert_eq!(state.sizes(), (0, 0));
+}
+
+#[test]
+fn a_watch_in_parts_tells_drift_once_every_part_listed_and_a_part_replaces_only_its_own() {
+    let mut state = State::default();
+    let (a, b) = (
+        Key::new("", "ConfigMap", Some("one"), "a"),
+        Key::new("", "ConfigMap", Some("two"), "b"),
+    );
+    state.remember(
+        "bd",
+        [(a.clone(), "1".to_owned()), (b.clone(), "1".to_owned())],
+    );
+    let part = |ns: &str| Part {
+        namespace: Some(ns.to_owned()),
+        of: 2,
+    };
+    state.relisted(cm(), part("one"), [(a.clone(), seen("bd", "1"))]);
+    assert_eq!(state.drifted("bd"), None, "namespace two has not listed");
+    state.relisted(cm(), part("two"), [(b.clone(), seen("bd", "1"))]);
+    assert_eq!(state.drifted("bd"), Some(vec![]));
+    // Namespace one lists again without a: b, in two, is still seen.
+    let affected = state.relisted(cm(), part("one"), []);
+    assert_eq!(affected, BTreeSet::from(["bd".to_owned()]));
+    assert_eq!(state.drifted("bd"), Some(vec![a]));
+}
+
+#[test]
+fn the_group_kinds_in_use_are_those_some_set_holds_and_an_unwatched_one_must_list_again() {
+    let mut state = listed();
+    assert_eq!(state.group_kinds(), BTreeSet::from([cm()]));
+    state.unwatched(&cm());
+    assert_eq!(state.drifted("bd"), None);
+    state.forget("bd");
+    assert!(state.group_kinds().is_empty());
 }

@@ -167,6 +167,7 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
                 .remove(&name);
             let _ = ctx.metrics.managed_objects.remove_label_values(&[&name]);
             ctx.drift.state().forget(&name);
+            ctx.drift.stop_unused();
             set_finalizer(&ctx.client, &name, false).await?;
             Ok(Action::await_change())
         }
@@ -262,6 +263,10 @@ impl From<ApplyError> for Attempt {
     fn from(e: ApplyError) -> Attempt {
         match e {
             ApplyError::Conflicts(c) => Attempt::Conflicts(crate::conflict::message(&c)),
+            e @ ApplyError::NamespaceNotAllowed { .. } => Attempt::Invalid {
+                reason: reasons::NAMESPACE_NOT_ALLOWED,
+                message: e.to_string(),
+            },
             e => Attempt::ApplyFailed(e.to_string()),
         }
     }
@@ -356,6 +361,7 @@ async fn install(
                     .map(|a| (a.key.clone(), a.version.clone())),
             );
             ctx.drift.watch(&synced.applied);
+            ctx.drift.stop_unused();
             ctx.health_targets
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
