@@ -484,3 +484,94 @@ fn the_memory_limit_holds_catalogd_at_its_budget() {
         assert!(args.contains(&flag.to_owned()), "{args:?}");
     }
 }
+
+fn provisioner_args(rendered: &[serde_json::Value]) -> Vec<String> {
+    let provisioner = rendered
+        .iter()
+        .find(|d| d["kind"] == "Deployment" && d["metadata"]["name"] == "provisioner")
+        .unwrap();
+    provisioner["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The provisioner's apply role is bound cluster-wide by default; `provisioner.rbac.namespaced`
+/// binds it in each allowed namespace alone (names only, never the managers' own), and tells
+/// the provisioner so. Bundle objects never go to the managers' namespace either way.
+#[test]
+fn the_provisioner_can_be_bound_to_its_allowed_namespaces_alone() {
+    let apply_bindings = |rendered: &[serde_json::Value]| -> Vec<(String, String)> {
+        rendered
+            .iter()
+            .filter(|d| d["metadata"]["name"] == "olm-provisioner-apply")
+            .filter(|d| d["kind"] != "ClusterRole")
+            .map(|d| {
+                (
+                    d["kind"].as_str().unwrap().to_owned(),
+                    d["metadata"]["namespace"].as_str().unwrap_or("").to_owned(),
+                )
+            })
+            .collect()
+    };
+    let default = docs(&template(&[]));
+    assert_eq!(
+        apply_bindings(&default),
+        [("ClusterRoleBinding".to_owned(), String::new())]
+    );
+    let args = provisioner_args(&default);
+    assert!(
+        args.contains(&"--default-namespace=default".to_owned()),
+        "{args:?}"
+    );
+    assert!(!args.iter().any(|a| a == "--namespaced-rbac"), "{args:?}");
+
+    let namespaced = docs(&template(&[
+        "--set",
+        "provisioner.rbac.namespaced=true",
+        "--set",
+        "provisioner.allowedNamespaces={shop,team-a}",
+    ]));
+    assert_eq!(
+        apply_bindings(&namespaced),
+        [
+            ("RoleBinding".to_owned(), "shop".to_owned()),
+            ("RoleBinding".to_owned(), "team-a".to_owned())
+        ]
+    );
+    let args = provisioner_args(&namespaced);
+    assert!(args.contains(&"--namespaced-rbac".to_owned()), "{args:?}");
+    assert!(
+        args.contains(&"--allowed-namespaces=shop,team-a".to_owned()),
+        "{args:?}"
+    );
+
+    let chart = chart().display().to_string();
+    for (allowed, words) in [
+        (None, "needs provisioner.allowedNamespaces"),
+        (Some("{team-*}"), "must be a name, not a prefix"),
+        (
+            Some("{olm-system}"),
+            "cannot hold the managers' own namespace",
+        ),
+    ] {
+        let mut args = vec![
+            "template",
+            "olm",
+            chart.as_str(),
+            "--namespace",
+            "olm-system",
+            "--set",
+            "provisioner.rbac.namespaced=true",
+        ];
+        let set = allowed.map(|a| format!("provisioner.allowedNamespaces={a}"));
+        if let Some(set) = &set {
+            args.extend_from_slice(&["--set", set]);
+        }
+        let (ok, _, err) = run(&args);
+        assert!(!ok, "{allowed:?} was accepted");
+        assert!(err.contains(words), "{allowed:?}: {err}");
+    }
+}

@@ -457,3 +457,86 @@ async fn an_upgrade_that_moves_the_install_namespace_is_refused_until_allowed() 
     wait_for_deletion(&namespaces, &new, GONE).await.unwrap();
     ctx.cleanup().await.unwrap();
 }
+
+#[tokio::test]
+async fn bundles_never_reach_the_managers_namespace_nor_one_not_allowed() {
+    use provisioner::namespaces::{NamespacePattern, Namespaces};
+    let ctx = TestContext::new("prov-ns-allowed").await.unwrap();
+    let owner = owner(&ctx).await;
+    let managers = extra_namespace(&ctx, "managers").await;
+    let other = extra_namespace(&ctx, "other").await;
+    // Namespace-less objects would go to the managers' namespace.
+    let applier = Applier::new(ctx.client.clone(), managers.clone()).within(Namespaces {
+        managers: managers.clone(),
+        allowed: vec![NamespacePattern::Exact(ctx.namespace.clone())],
+        namespaced_only: false,
+    });
+    let cm = |ns: Option<&str>| {
+        let mut doc = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "settings"}, "data": {"a": "1"}});
+        if let Some(ns) = ns {
+            doc["metadata"]["namespace"] = json!(ns);
+        }
+        Tree::new().file("manifests/cm.yaml", yaml(&ctx, doc))
+    };
+    for (tree, words) in [
+        (cm(None), "is the managers' own"),
+        (cm(Some(&managers)), "is the managers' own"),
+        (cm(Some(&other)), "--allowed-namespaces"),
+    ] {
+        let err = applier
+            .sync(&owner, plain::objects(&tree).unwrap())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, ApplyError::NamespaceNotAllowed { .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains(words), "{err}");
+    }
+    for ns in [&managers, &other] {
+        let written = Api::<ConfigMap>::namespaced(ctx.client.clone(), ns)
+            .get_opt("settings")
+            .await
+            .unwrap();
+        assert!(written.is_none(), "a refused object was written in {ns}");
+    }
+    applier
+        .sync(&owner, plain::objects(&cm(Some(&ctx.namespace))).unwrap())
+        .await
+        .unwrap();
+
+    // The provisioner the chart runs refuses its own namespace with a reason.
+    olm_e2e::manager::provisioner().unwrap();
+    let image = bundle_image(
+        &ctx,
+        "managers",
+        "v1",
+        &[json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": ctx.name("sneaky"), "namespace": olm_e2e::manager::OLM_NAMESPACE}})],
+    )
+    .await;
+    let bds: Api<olm_api::bundle_deployment::BundleDeployment> = Api::all(ctx.client.clone());
+    let name = ctx.name("sneaky");
+    let bd = serde_json::from_value(ctx.labelled(json!({
+        "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
+        "metadata": {"name": name},
+        "spec": {"provisionerClassName": "core-rukpak-io-plain", "template": {"spec": {
+            "provisionerClassName": "core-rukpak-io-plain",
+            "source": {"type": "image", "image": {"ref": image}}}}}})))
+    .unwrap();
+    bds.create(&PostParams::default(), &bd).await.unwrap();
+    let refused = olm_e2e::wait::wait_for(&bds, &name, "refused", GONE, |bd| {
+        crate::provisioner_bundles::condition(bd, "HasValidBundle")
+            .is_some_and(|(_, r, _)| r == "NamespaceNotAllowed")
+    })
+    .await
+    .unwrap();
+    let (_, _, message) =
+        crate::provisioner_bundles::condition(Some(&refused), "Installed").unwrap();
+    assert!(message.contains("is the managers' own"), "{message}");
+    bds.delete(&name, &Default::default()).await.unwrap();
+    wait_for_deletion(&bds, &name, GONE).await.unwrap();
+    applier.remove_all(&owner).await.unwrap();
+    ctx.cleanup().await.unwrap();
+}
