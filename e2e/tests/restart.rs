@@ -718,3 +718,94 @@ async fn catalogd_memory_stays_within_its_bound_at_the_content_limit() {
         .stop()
         .unwrap();
 }
+
+/// A valid catalog as YAML documents (one package, channel and bundle), for hostile files to
+/// follow.
+fn yaml_catalog_head() -> String {
+    [
+        "---\nschema: olm.package\nname: p\ndefaultChannel: s\n",
+        "---\nschema: olm.channel\npackage: p\nname: s\nentries:\n- name: b\n",
+        "---\nschema: olm.bundle\npackage: p\nname: b\nimage: i\nproperties:\n- type: olm.package\n  value:\n    packageName: p\n    version: 1.0.0\n",
+    ]
+    .concat()
+}
+
+/// Hostile catalog files (issue 36) against catalogd itself, each once a crash, 2.1 GB or
+/// hours: 200 KB of `- ` nested 100,000 deep is `InvalidContent` naming the depth (it aborted
+/// every replica, its 2 MiB unpack stack overflowed); a one-line flow mapping of 200,000 keys
+/// is served; a valid catalog followed by 60 MiB of newlines is served within catalogd's
+/// memory bound (the fast YAML path kept 40 bytes a line). catalogd is the same process
+/// throughout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_catalog_files_are_conditions_and_catalogd_stays_within_its_memory() {
+    let _serial = SERIAL.lock().await;
+    let mib: u64 = 64;
+    let max = mib << 20;
+    let ctx = TestContext::new("hostile").await.unwrap();
+    let cd = catalogd()
+        .unwrap()
+        .restart(&[
+            format!("--max-content-bytes={max}"),
+            format!("--unpack-budget-bytes={max}"),
+            "--http-timeout-seconds=300".to_owned(),
+        ])
+        .unwrap();
+    let _stop = olm_e2e::manager::StopOnDrop(cd.manager.clone());
+    let pid = cd.manager.pid;
+    let http = |url: &str| serde_json::json!({"type": "http", "http": {"url": url}});
+    let alive = || std::path::Path::new(&format!("/proc/{pid}")).exists();
+
+    let deep = format!("{}---\nschema: x\nv:\n{}x\n", yaml_catalog_head(), "- ".repeat(100_000));
+    let keys: Vec<String> = (0..200_000).map(|i| format!("k{i}: {i}")).collect();
+    let flow = format!("{}---\nschema: x\nv: {{{}}}\n", yaml_catalog_head(), keys.join(", "));
+    let (_deep, deep_url) = olm_e2e::serve::http_file("/catalog.yaml", deep).await.unwrap();
+    let (_flow, flow_url) = olm_e2e::serve::http_file("/catalog.yaml", flow).await.unwrap();
+    let name = ctx.name("deep");
+    let api = create_catalog(&ctx, &name, http(&deep_url)).await.unwrap();
+    let c = wait_reason(&api, &name, "InvalidContent").await.unwrap();
+    let message = olm_e2e::catalogs::unpacked_message(&c);
+    assert!(message.contains("depth"), "{message}");
+    assert!(alive(), "catalogd is gone");
+    let name = ctx.name("flow");
+    let api = create_catalog(&ctx, &name, http(&flow_url)).await.unwrap();
+    wait_unpacked(&api, &name, None).await.unwrap();
+
+    let mut newlines = yaml_catalog_head();
+    newlines.extend(std::iter::repeat_n('\n', 60 << 20));
+    let (_newlines, newlines_url) = olm_e2e::serve::http_file("/catalog.yaml", newlines)
+        .await
+        .unwrap();
+    let idle = olm_e2e::memory::process_status_kib(pid, "VmRSS").unwrap();
+    assert!(olm_e2e::memory::reset_process_peak(pid));
+    let name = ctx.name("newlines");
+    let api = create_catalog(&ctx, &name, http(&newlines_url)).await.unwrap();
+    wait_for(
+        &api,
+        &name,
+        "unpacked",
+        std::time::Duration::from_secs(600),
+        |c| {
+            find_condition(&status(c).conditions, "Unpacked").is_some_and(|u| u.status == "True")
+        },
+    )
+    .await
+    .unwrap();
+    let peak = olm_e2e::memory::process_status_kib(pid, "VmHWM").unwrap() / 1024;
+    // catalogd::budget::memory_bound with these flags, as the memory test above.
+    let bound = 128 + 10 * mib + 2 * mib + 16 + 96;
+    eprintln!(
+        "memory: 60 MiB of newlines after a catalog: catalogd idle {} MiB, peak {peak} MiB; bound {bound} MiB",
+        idle / 1024
+    );
+    assert!(peak <= bound, "peak {peak} MiB over the bound {bound} MiB");
+    assert!(alive(), "catalogd is gone");
+    ctx.cleanup().await.unwrap();
+    drop(_stop);
+    catalogd()
+        .unwrap()
+        .restart(&[])
+        .unwrap()
+        .manager
+        .stop()
+        .unwrap();
+}
