@@ -324,6 +324,41 @@ fn a_test_run_killed_with_the_control_plane_and_catalogd_up_leaves_nothing() {
     assert_nothing_left_since(&dir, &before);
 }
 
+/// The supervisor (`olm-cluster run`) of `dir`'s cluster, by its process id.
+fn supervisor_pid(dir: &Path) -> Option<String> {
+    processes_in(dir).into_iter().find_map(|p| {
+        let (pid, cmdline) = p.split_once(": ")?;
+        (cmdline.contains("olm-cluster run ")).then(|| pid.to_owned())
+    })
+}
+
+/// The supervisor itself killed outright (SIGKILL) while it starts, once the node's cgroups
+/// exist: the kernel ends the node, and the node's reaper, which outlives the supervisor,
+/// removes the cgroups (they were left until a later run took the same index).
+#[test]
+fn a_supervisor_killed_outright_during_its_start_leaves_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = run_dir("killed-supervisor");
+    let before = host_state();
+    let mut child = spawn_child("start", &dir, &[]);
+    wait_until("the node's cgroups exist", 300, || {
+        node_link(&dir).is_some_and(|link| {
+            std::fs::read_dir("/sys/fs/cgroup")
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|h| h.path().join(&link).exists())
+        })
+    });
+    let pid = supervisor_pid(&dir).expect("the supervisor is not running");
+    let killed = Command::new("kill").args(["-KILL", &pid]).status().unwrap();
+    assert!(killed.success());
+
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_nothing_left_since(&dir, &before);
+}
+
 #[test]
 fn a_control_plane_that_fails_half_way_leaves_nothing_and_says_why() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -755,11 +755,23 @@ async fn hostile_catalog_files_are_conditions_and_catalogd_stays_within_its_memo
     let http = |url: &str| serde_json::json!({"type": "http", "http": {"url": url}});
     let alive = || std::path::Path::new(&format!("/proc/{pid}")).exists();
 
-    let deep = format!("{}---\nschema: x\nv:\n{}x\n", yaml_catalog_head(), "- ".repeat(100_000));
+    let deep = format!(
+        "{}---\nschema: x\nv:\n{}x\n",
+        yaml_catalog_head(),
+        "- ".repeat(100_000)
+    );
     let keys: Vec<String> = (0..200_000).map(|i| format!("k{i}: {i}")).collect();
-    let flow = format!("{}---\nschema: x\nv: {{{}}}\n", yaml_catalog_head(), keys.join(", "));
-    let (_deep, deep_url) = olm_e2e::serve::http_file("/catalog.yaml", deep).await.unwrap();
-    let (_flow, flow_url) = olm_e2e::serve::http_file("/catalog.yaml", flow).await.unwrap();
+    let flow = format!(
+        "{}---\nschema: x\nv: {{{}}}\n",
+        yaml_catalog_head(),
+        keys.join(", ")
+    );
+    let (_deep, deep_url) = olm_e2e::serve::http_file("/catalog.yaml", deep)
+        .await
+        .unwrap();
+    let (_flow, flow_url) = olm_e2e::serve::http_file("/catalog.yaml", flow)
+        .await
+        .unwrap();
     let name = ctx.name("deep");
     let api = create_catalog(&ctx, &name, http(&deep_url)).await.unwrap();
     let c = wait_reason(&api, &name, "InvalidContent").await.unwrap();
@@ -778,15 +790,15 @@ async fn hostile_catalog_files_are_conditions_and_catalogd_stays_within_its_memo
     let idle = olm_e2e::memory::process_status_kib(pid, "VmRSS").unwrap();
     assert!(olm_e2e::memory::reset_process_peak(pid));
     let name = ctx.name("newlines");
-    let api = create_catalog(&ctx, &name, http(&newlines_url)).await.unwrap();
+    let api = create_catalog(&ctx, &name, http(&newlines_url))
+        .await
+        .unwrap();
     wait_for(
         &api,
         &name,
         "unpacked",
         std::time::Duration::from_secs(600),
-        |c| {
-            find_condition(&status(c).conditions, "Unpacked").is_some_and(|u| u.status == "True")
-        },
+        |c| find_condition(&status(c).conditions, "Unpacked").is_some_and(|u| u.status == "True"),
     )
     .await
     .unwrap();

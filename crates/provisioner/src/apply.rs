@@ -170,7 +170,7 @@ impl Applier {
                     key,
                     Before {
                         uid: metadata.uid.clone().unwrap_or_default(),
-                        ours: fields::ours(&metadata),
+                        ours: fields::ours(&metadata, FIELD_MANAGER),
                         kept: metadata
                             .annotations
                             .as_ref()
@@ -202,7 +202,10 @@ impl Applier {
                     key: p.object.key.clone(),
                     resource: p.resource.clone(),
                     version: after.resource_version.clone().unwrap_or_default(),
-                    changed: fields::changed(was.map(|b| b.ours), fields::ours(&after)),
+                    changed: fields::changed(
+                        was.map(|b| b.ours),
+                        fields::ours(&after, FIELD_MANAGER),
+                    ),
                 });
             }
             if phase == Phase::Crds {
@@ -422,7 +425,7 @@ impl Applier {
         // The entry is dropped with the resourceVersion as a precondition; a write in between
         // is read again (a few times: it is only ever a status or a label another manager set).
         for _ in 0..3 {
-            let Some(entries) = fields::without_create_entry(&metadata) else {
+            let Some(entries) = fields::without_create_entry(&metadata, FIELD_MANAGER) else {
                 return Ok(metadata);
             };
             let patch = serde_json::json!({"metadata": {

@@ -11,13 +11,11 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta};
 
-use crate::apply::FIELD_MANAGER;
-
-/// What our field manager's apply entry holds of an object, as a hash; `None` when it has no
-/// entry (the object was created by someone else, or everything of ours was taken).
-pub fn ours(metadata: &ObjectMeta) -> Option<u64> {
+/// What the field manager `manager`'s apply entry holds of an object, as a hash; `None` when
+/// it has no entry (the object was created by someone else, or everything of ours was taken).
+pub fn ours(metadata: &ObjectMeta, manager: &str) -> Option<u64> {
     let entry = metadata.managed_fields.as_ref()?.iter().find(|e| {
-        e.manager.as_deref() == Some(FIELD_MANAGER)
+        e.manager.as_deref() == Some(manager)
             && e.operation.as_deref() == Some("Apply")
             && e.subresource.as_deref().unwrap_or_default().is_empty()
     })?;
@@ -30,14 +28,17 @@ pub fn ours(metadata: &ObjectMeta) -> Option<u64> {
     Some(hasher.finish())
 }
 
-/// The object's `managedFields` without the entry its create left (an `Update` of our
-/// manager), or `None` when it has none. An object created by a POST and then applied would
+/// The object's `managedFields` without the entry its create left (an `Update` of `manager`),
+/// or `None` when it has none. An object created by a POST and then applied would
 /// otherwise keep that entry, which owns every field the create set, so a field a later version
 /// of the bundle drops would never be removed.
-pub fn without_create_entry(metadata: &ObjectMeta) -> Option<Vec<ManagedFieldsEntry>> {
+pub fn without_create_entry(
+    metadata: &ObjectMeta,
+    manager: &str,
+) -> Option<Vec<ManagedFieldsEntry>> {
     let entries = metadata.managed_fields.as_ref()?;
     let is_create = |e: &ManagedFieldsEntry| {
-        e.manager.as_deref() == Some(FIELD_MANAGER)
+        e.manager.as_deref() == Some(manager)
             && e.operation.as_deref() == Some("Update")
             && e.subresource.as_deref().unwrap_or_default().is_empty()
     };
@@ -59,6 +60,12 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    const FIELD_MANAGER: &str = "olm-provisioner";
+
+    fn ours_of(metadata: &ObjectMeta) -> Option<u64> {
+        ours(metadata, FIELD_MANAGER)
+    }
 
     fn entry(manager: &str, operation: &str, fields: serde_json::Value) -> ManagedFieldsEntry {
         ManagedFieldsEntry {
@@ -105,8 +112,11 @@ mod tests {
             vec![entry(FIELD_MANAGER, "Apply", our_fields()), status(2)],
             "12",
         );
-        assert_eq!(ours(&before), ours(&after));
-        assert!(!changed(Some(ours(&before)), ours(&after)));
+        assert_eq!(ours(&before, FIELD_MANAGER), ours(&after, FIELD_MANAGER));
+        assert!(!changed(
+            Some(ours(&before, FIELD_MANAGER)),
+            ours(&after, FIELD_MANAGER)
+        ));
     }
 
     #[test]
@@ -127,22 +137,28 @@ mod tests {
             "11",
         );
         let back = meta(vec![entry(FIELD_MANAGER, "Apply", our_fields())], "12");
-        assert!(changed(Some(ours(&taken)), ours(&back)));
+        assert!(changed(
+            Some(ours(&taken, FIELD_MANAGER)),
+            ours(&back, FIELD_MANAGER)
+        ));
     }
 
     #[test]
     fn an_object_created_by_the_apply_or_found_without_our_entry_is_a_change() {
         let after = meta(vec![entry(FIELD_MANAGER, "Apply", our_fields())], "3");
-        assert!(changed(None, ours(&after)));
+        assert!(changed(None, ours(&after, FIELD_MANAGER)));
         let foreign = meta(vec![entry("helm", "Update", our_fields())], "2");
-        assert_eq!(ours(&foreign), None);
-        assert!(changed(Some(ours(&foreign)), ours(&after)));
+        assert_eq!(ours(&foreign, FIELD_MANAGER), None);
+        assert!(changed(
+            Some(ours(&foreign, FIELD_MANAGER)),
+            ours(&after, FIELD_MANAGER)
+        ));
         // Only our Apply entry counts, not an Update of ours nor a subresource's.
         let mut status = entry(FIELD_MANAGER, "Apply", our_fields());
         status.subresource = Some("status".into());
-        assert_eq!(ours(&meta(vec![status], "1")), None);
+        assert_eq!(ours_of(&meta(vec![status], "1")), None);
         assert_eq!(
-            ours(&meta(
+            ours_of(&meta(
                 vec![entry(FIELD_MANAGER, "Update", our_fields())],
                 "1"
             )),
@@ -160,7 +176,7 @@ mod tests {
             ],
             "2",
         );
-        let kept = without_create_entry(&applied).unwrap_or_else(|| unreachable!());
+        let kept = without_create_entry(&applied, FIELD_MANAGER).unwrap_or_else(|| unreachable!());
         let kinds: Vec<_> = kept
             .iter()
             .map(|e| (e.manager.as_deref(), e.operation.as_deref()))
@@ -173,7 +189,7 @@ mod tests {
             ]
         );
         let clean = meta(vec![entry(FIELD_MANAGER, "Apply", our_fields())], "3");
-        assert!(without_create_entry(&clean).is_none());
+        assert!(without_create_entry(&clean, FIELD_MANAGER).is_none());
     }
 
     #[test]
@@ -183,6 +199,6 @@ mod tests {
         later.time = Some(Time(
             k8s_openapi::jiff::Timestamp::from_second(60).unwrap_or_else(|_| unreachable!()),
         ));
-        assert_eq!(ours(&a), ours(&meta(vec![later], "2")));
+        assert_eq!(ours(&a, FIELD_MANAGER), ours_of(&meta(vec![later], "2")));
     }
 }

@@ -72,6 +72,15 @@ pub enum Command {
         /// The folder of the control plane.
         dir: PathBuf,
     },
+    /// Removes node INDEX's cgroups once its supervisor is gone (started by the supervisor;
+    /// see `node::reaper`).
+    #[command(hide = true)]
+    ReapNode {
+        /// The node's index.
+        index: u8,
+        /// The cluster's folder (named so that the process is seen as the cluster's).
+        dir: PathBuf,
+    },
 }
 
 /// Runs `command`; the process's exit code.
@@ -80,6 +89,7 @@ pub fn main(command: Command) -> u8 {
     let (dir, crds) = match &command {
         Command::Run { dir, crds, .. } | Command::Start { dir, crds, .. } => (dir, crds.as_deref()),
         Command::Stop { dir } => (dir, None),
+        Command::ReapNode { index, dir } => return node::reaper::reap(*index, dir),
     };
     let crds = crds.map(|c| std::path::absolute(c).map_err(folder::io_error(c)));
     let (dir, crds) = match (folder_of(dir), crds.transpose()) {
@@ -114,6 +124,7 @@ pub fn main(command: Command) -> u8 {
         }
         Command::Start { no_node, .. } => detached::start(&dir, crds.as_deref(), !no_node),
         Command::Stop { .. } => detached::stop(&dir),
+        Command::ReapNode { .. } => 2,
     }
 }
 

@@ -10,6 +10,9 @@ use std::time::{Duration, Instant};
 use crate::control_plane::folder::io_error;
 use crate::{Error, Result};
 
+/// How long the clean-up waits for the kernel to let go of the node's processes.
+pub const RELEASE: Duration = Duration::from_secs(15);
+
 /// Where cgroup hierarchies are mounted.
 const CGROUP_FS: &str = "/sys/fs/cgroup";
 

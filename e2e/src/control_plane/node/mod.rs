@@ -10,7 +10,8 @@
 //! veth pair ([`network`]). When the holder dies (it dies with the supervisor, even a killed
 //! one), the kernel kills every process of the node, containers included, and removes its
 //! mounts, its network namespace, the veth pair and its routes. What the kernel keeps, the
-//! supervisor removes: the node's cgroups ([`cgroups`]) and its folder.
+//! supervisor removes: the node's cgroups ([`cgroups`]) and its folder; and when the supervisor
+//! itself is killed outright, its [`reaper`] removes the cgroups.
 //!
 //! The node reaches the API server and its registry on this machine's end of the veth; the
 //! registry is a `docker-registry` of the node's own (plain HTTP, as `hosts.toml` tells
@@ -19,6 +20,7 @@
 pub mod cgroups;
 pub mod config;
 pub mod network;
+pub mod reaper;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -30,6 +32,7 @@ use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
 
+use self::cgroups::RELEASE;
 use self::config::Layout;
 use self::network::Addresses;
 use super::children::Children;
@@ -48,9 +51,6 @@ const INDEX_FILE: &str = "index";
 
 /// The component holding the node's namespaces.
 const HOLDER: &str = "node-namespaces";
-
-/// How long the clean-up waits for the kernel to let go of the node.
-const RELEASE: Duration = Duration::from_secs(15);
 
 /// A node whose namespaces and network are up.
 #[derive(Debug, Clone)]
@@ -215,7 +215,9 @@ pub async fn prepare(
     let index_file = layout.path(INDEX_FILE);
     std::fs::write(&index_file, addresses.index.to_string()).map_err(io_error(&index_file))?;
     let cgroup = config::cgroup_root(&addresses);
-    // What a supervisor killed outright left under this index.
+    // Removes the cgroups when this process is gone, however it ends (waiting first, if a
+    // killed run's reaper still cleans up this index).
+    reaper::spawn(addresses.index, dir)?;
     cgroups::remove(&cgroup, Duration::ZERO)?;
     cgroups::create(&cgroup)?;
     for command in network::host_commands(&addresses, init).iter().skip(1) {
