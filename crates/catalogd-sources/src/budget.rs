@@ -106,6 +106,11 @@ impl UnpackBudget {
         }
     }
 
+    /// The whole budget, in bytes.
+    pub fn bytes(&self) -> u64 {
+        u64::from(self.units) * UNIT
+    }
+
     /// How many units `bytes` takes: its size, capped at the whole budget.
     fn units_for(&self, bytes: u64) -> u32 {
         u32::try_from(bytes.div_ceil(UNIT))

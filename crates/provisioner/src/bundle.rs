@@ -43,6 +43,11 @@ impl Tree {
         }
     }
 
+    /// The bytes of every file together.
+    pub fn bytes(&self) -> u64 {
+        self.files.values().map(|c| c.len() as u64).sum()
+    }
+
     /// The content of the file at `path`, if there is one.
     pub fn get(&self, path: &str) -> Option<&[u8]> {
         self.files.get(&normal(path)).map(Vec::as_slice)

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use catalogd_sources::SourceError;
-use catalogd_sources::budget::{Reserve, UnpackBudget};
+use catalogd_sources::budget::{Reserve, Share, UnpackBudget};
 use catalogd_sources::image::{ImageRequest, ImageSource, Pulled};
 use catalogd_sources::scope::User;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -36,6 +36,10 @@ pub enum FetchError {
     Refused(source::Refusal),
 }
 
+/// What reading a byte of bundle files into objects may cost (the parsed manifests, a CRD's
+/// schema above all, take several times their text; catalogd's unpack factor).
+pub const PARSE_FACTOR: u64 = catalogd_sources::budget::UNPACK_FACTOR;
+
 /// Fetches templates' content.
 #[derive(Clone)]
 pub struct Fetcher {
@@ -43,22 +47,47 @@ pub struct Fetcher {
     namespace: String,
     images: Arc<ImageSource>,
     budget: UnpackBudget,
+    max_content_bytes: u64,
 }
 
 impl Fetcher {
-    /// Reads ConfigMaps and pull secrets in `namespace`; pulls with `images` within `budget`.
+    /// Reads ConfigMaps and pull secrets in `namespace`; pulls with `images` within `budget`;
+    /// no bundle larger than `max_content_bytes`, however it comes.
     pub fn new(
         client: Client,
         namespace: String,
         images: Arc<ImageSource>,
         budget: UnpackBudget,
+        max_content_bytes: u64,
     ) -> Fetcher {
         Fetcher {
             client,
             namespace,
             images,
             budget,
+            max_content_bytes,
         }
+    }
+
+    /// A share of the unpack budget for reading `bytes` of bundle files into objects
+    /// ([`PARSE_FACTOR`] times them), waited for while other bundles are read; refused when
+    /// even the whole budget would not hold it: such a bundle would take the provisioner's
+    /// memory, and a provisioner killed for it would pull it again at start.
+    pub async fn parse_share(&self, bytes: u64) -> Result<Share, FetchError> {
+        let need = bytes.saturating_mul(PARSE_FACTOR);
+        let whole = self.budget.bytes();
+        let too_large = || {
+            FetchError::Source(SourceError::new(
+                catalogd_sources::reasons::CONTENT_TOO_LARGE,
+                format!(
+                    "the bundle's {bytes} bytes of files would take about {need} bytes of memory to read ({PARSE_FACTOR} times their size), more than the whole unpack budget ({whole} bytes, --unpack-budget-bytes)"
+                ),
+            ))
+        };
+        if need > whole {
+            return Err(too_large());
+        }
+        self.budget.acquire(need).await.ok_or_else(too_large)
     }
 
     /// The content `wanted` names, for the BundleDeployment `bd`.
@@ -130,6 +159,16 @@ impl Fetcher {
                         )));
                     };
                     maps.push((entry.clone(), map));
+                }
+                let bytes: u64 = maps.iter().map(|(_, m)| source::config_map_bytes(m)).sum();
+                if bytes > self.max_content_bytes {
+                    return Err(FetchError::Source(SourceError::new(
+                        catalogd_sources::reasons::CONTENT_TOO_LARGE,
+                        format!(
+                            "the bundle's ConfigMaps hold {bytes} bytes, more than the largest bundle accepted ({} bytes, --max-content-bytes)",
+                            self.max_content_bytes
+                        ),
+                    )));
                 }
                 let tree = source::config_maps_tree(&maps).map_err(FetchError::Refused)?;
                 Ok(Content {

@@ -119,6 +119,7 @@ impl Manager for Provisioner {
                     args.namespace.clone(),
                     Arc::new(images),
                     UnpackBudget::new(args.unpack_budget_bytes),
+                    args.max_content_bytes,
                 ),
                 EventPublisher::from_env(client.clone(), "provisioner"),
                 args.allowed(),

@@ -102,6 +102,49 @@ impl Object {
     }
 }
 
+/// An object as it is held between reconciles: what identifies it, and its manifest as compact
+/// JSON text. A parsed manifest takes several times its text (a CRD's schema many times), and a
+/// provisioner holds every installed bundle; the manifests are parsed again only when they are
+/// applied (an upgrade, a retry, a drifted object restored).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stored {
+    /// `apiVersion`.
+    pub api_version: String,
+    /// Its key.
+    pub key: Key,
+    text: Box<str>,
+}
+
+impl Stored {
+    /// `object`, held.
+    pub fn of(object: &Object) -> Stored {
+        Stored {
+            api_version: object.api_version.clone(),
+            key: object.key.clone(),
+            // A map of JSON values always serializes.
+            text: serde_json::to_string(&object.manifest)
+                .unwrap_or_default()
+                .into_boxed_str(),
+        }
+    }
+
+    /// The bytes of its manifest's text.
+    pub fn bytes(&self) -> u64 {
+        self.text.len() as u64
+    }
+
+    /// The object again.
+    pub fn object(&self) -> Result<Object, NotAnObject> {
+        let manifest = serde_json::from_str::<Map<String, Value>>(&self.text)
+            .map_err(|_| NotAnObject::NotAMapping)?;
+        Ok(Object {
+            api_version: self.api_version.clone(),
+            key: self.key.clone(),
+            manifest,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -123,6 +166,22 @@ mod tests {
         .unwrap_or_else(|e| unreachable!("{e}"));
         assert_eq!(core.key.group, "");
         assert_eq!(core.key.to_string(), "Namespace shop");
+    }
+
+    #[test]
+    fn a_stored_object_is_the_object_again_keys_as_placed() {
+        let mut o = Object::from_manifest(json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "w.example.com"},
+            "spec": {"versions": [{"name": "v1", "schema": {"openAPIV3Schema": {"type": "object"}}}]}
+        }))
+        .unwrap_or_else(|e| unreachable!("{e}"));
+        // A format may place an object (its key) apart from its manifest.
+        o.key.namespace = Some("moved".into());
+        let stored = Stored::of(&o);
+        assert_eq!(stored.object(), Ok(o.clone()));
+        assert_eq!(stored.key, o.key);
+        assert!(stored.bytes() > 0);
     }
 
     #[test]

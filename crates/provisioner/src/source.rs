@@ -153,6 +153,18 @@ fn check_path(path: &str) -> Result<(), Refusal> {
     Ok(())
 }
 
+/// The bytes of a ConfigMap's content (its `data` and `binaryData` values).
+pub fn config_map_bytes(map: &ConfigMap) -> u64 {
+    let data: usize = map.data.iter().flatten().map(|(_, v)| v.len()).sum();
+    let binary: usize = map
+        .binary_data
+        .iter()
+        .flatten()
+        .map(|(_, v)| v.0.len())
+        .sum();
+    (data + binary) as u64
+}
+
 /// The file tree of a `configMaps` source: each ConfigMap's keys (`data` and `binaryData`)
 /// become files under its entry's `path`. Every ConfigMap must be immutable: content must not
 /// change under an installed bundle without its template changing too.

@@ -47,6 +47,7 @@ fn fetcher(ctx: &TestContext, cache: &std::path::Path) -> Fetcher {
         ctx.namespace.clone(),
         Arc::new(images),
         UnpackBudget::new(8 << 20),
+        1 << 20,
     )
 }
 
@@ -149,6 +150,36 @@ async fn bundles_in_immutable_config_maps_are_read_and_mutable_ones_refused() {
             .starts_with("ConfigMap mutable is not immutable"),
         "{err}"
     );
+    // Two ConfigMaps each within Kubernetes' 1 MiB, together more than --max-content-bytes.
+    for name in ["half-a", "half-b"] {
+        let cm: ConfigMap = serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "immutable": true,
+            "data": {format!("{name}.yaml"): "#".repeat(600 << 10)},
+        }))
+        .unwrap();
+        configmaps
+            .create(&PostParams::default(), &cm)
+            .await
+            .unwrap();
+    }
+    let err = fetcher
+        .fetch(
+            "shop",
+            &Wanted::ConfigMaps(vec![entry("half-a"), entry("half-b")]),
+        )
+        .await
+        .unwrap_err();
+    let FetchError::Source(source) = &err else {
+        panic!("{err}");
+    };
+    assert_eq!(source.reason, "ContentTooLarge");
+    assert!(err.to_string().contains("--max-content-bytes"), "{err}");
+    // Reading bundle files into objects takes a share of the budget ten times their size: a
+    // bundle that would need more than the whole budget is refused before it is parsed.
+    let err = fetcher.parse_share(1 << 20).await.unwrap_err();
+    assert!(err.to_string().contains("--unpack-budget-bytes"), "{err}");
+    assert!(fetcher.parse_share(100 << 10).await.is_ok());
     let missing = fetcher
         .fetch("shop", &Wanted::ConfigMaps(vec![entry("nowhere")]))
         .await
@@ -161,4 +192,94 @@ async fn bundles_in_immutable_config_maps_are_read_and_mutable_ones_refused() {
         )
     );
     ctx.cleanup().await.unwrap();
+}
+
+/// A bundle of one 60 MiB JSON file (within --max-content-bytes) would take about ten times that
+/// to parse: the provisioner refuses it before parsing, says why, and stays up (it was
+/// OOM-killed, then pulled the bundle again at start: a crash loop that stopped every
+/// BundleDeployment).
+#[tokio::test]
+async fn a_bundle_too_large_to_parse_is_refused_before_it_is_read() {
+    use olm_api::bundle_deployment::BundleDeployment;
+    use olm_e2e::manager::{OWN_PROVISIONER_LABEL, start_provisioner_with};
+    let ctx = TestContext::new("prov-huge").await.unwrap();
+    // A provisioner of its own, with the default content limit (64 MiB) and budget (128 MiB).
+    let own = ctx.name("own");
+    let provisioner = {
+        let args = [
+            format!("--bundle-deployment-selector={OWN_PROVISIONER_LABEL}={own}"),
+            "--max-content-bytes=67108864".to_owned(),
+        ];
+        tokio::task::spawn_blocking(move || start_provisioner_with("provisioner-huge", &args))
+            .await
+            .unwrap()
+            .unwrap()
+    };
+    let pid = provisioner.manager.pid;
+    // A JSON array of ConfigMaps, 60 MiB in all.
+    let one = serde_json::to_string(&json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "c", "namespace": ctx.namespace}, "data": {"k": "v"}}))
+    .unwrap();
+    let mut array = String::from("[");
+    while array.len() < 60 << 20 {
+        if array.len() > 1 {
+            array.push(',');
+        }
+        array.push_str(&one);
+    }
+    array.push(']');
+    let registry = olm_e2e::registry::plain().unwrap();
+    let repository = format!("{}/huge", ctx.namespace);
+    let entries = [
+        Entry::Dir("manifests".into()),
+        Entry::File("manifests/all.json".into(), array.into_bytes()),
+    ];
+    push(
+        registry,
+        &repository,
+        "v1",
+        &[layer(&entries)],
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    let image = format!("{}/{repository}:v1", registry.host);
+    let before = olm_e2e::memory::process_status_kib(pid, "VmRSS").unwrap();
+    assert!(olm_e2e::memory::reset_process_peak(pid));
+    let bds: Api<BundleDeployment> = Api::all(ctx.client.clone());
+    let name = ctx.name("huge");
+    let mut doc = ctx.labelled(json!({
+        "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
+        "metadata": {"name": name},
+        "spec": {"provisionerClassName": "core-rukpak-io-plain", "template": {"spec": {
+            "provisionerClassName": "core-rukpak-io-plain",
+            "source": {"type": "image", "image": {"ref": image}}}}}}));
+    doc["metadata"]["labels"][OWN_PROVISIONER_LABEL] = own.clone().into();
+    let bd: BundleDeployment = serde_json::from_value(doc).unwrap();
+    bds.create(&PostParams::default(), &bd).await.unwrap();
+    let refused = olm_e2e::wait::wait_for(&bds, &name, "refused", Duration::from_secs(120), |bd| {
+        crate::provisioner_bundles::condition(bd, "Unpacked")
+            .is_some_and(|(s, _, m)| s == "False" && m.contains("--unpack-budget-bytes"))
+    })
+    .await
+    .unwrap();
+    let (_, reason, message) =
+        crate::provisioner_bundles::condition(Some(&refused), "Unpacked").unwrap();
+    assert_eq!(reason, "UnpackFailed", "{message}");
+    let peak = olm_e2e::memory::process_status_kib(pid, "VmHWM").unwrap();
+    let rise_mib = peak.saturating_sub(before) / 1024;
+    eprintln!("provisioner: a 60 MiB JSON bundle refused; its peak memory rose by {rise_mib} MiB");
+    // The fetched file itself, once or twice (the layer and the file): never its parsed
+    // objects, which took about a GiB.
+    assert!(rise_mib < 400, "peak rose by {rise_mib} MiB");
+    assert!(
+        std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "the provisioner is gone"
+    );
+    bds.delete(&name, &Default::default()).await.unwrap();
+    olm_e2e::wait::wait_for_deletion(&bds, &name, Duration::from_secs(60))
+        .await
+        .unwrap();
+    ctx.cleanup().await.unwrap();
+    provisioner.manager.stop().unwrap();
 }

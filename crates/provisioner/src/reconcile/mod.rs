@@ -1,11 +1,12 @@
 //! One reconcile of a BundleDeployment: the [`plan`] carried out. Content is fetched once per
-//! template and its objects kept in memory (a resync re-applies them, undoing drift, without
-//! fetching again); the status is written with server-side apply, only when it changed.
+//! template and its objects kept in memory as compact text (a resync re-applies them, undoing
+//! drift, without fetching again; reading and parsing take a share of the unpack budget); the status is written with server-side apply, only when it changed.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use catalogd_sources::budget::Share;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::{Client, ResourceExt};
@@ -22,7 +23,7 @@ use crate::health::Health;
 use crate::kinds::Allowed;
 use crate::marks::Owner;
 use crate::metrics::ProvisionerMetrics;
-use crate::object::{Key, Object};
+use crate::object::{Key, Object, Stored};
 use crate::plan::{FINALIZER, Plan, installed_of, plan};
 use crate::source::{Format, Wanted};
 use crate::status::{Attempt, Installed, reasons};
@@ -110,8 +111,8 @@ impl Context {
 pub struct Held {
     /// The template's bundle name (`<bd>-<hash>`).
     pub bundle: String,
-    /// Its objects.
-    pub objects: Arc<Vec<Object>>,
+    /// Its objects, as held between reconciles.
+    pub objects: Arc<Vec<Stored>>,
     /// For an image, the reference by the digest pulled.
     pub resolved: Option<String>,
 }
@@ -290,8 +291,23 @@ async fn install(
             return restore(ctx, bd, owner, objects, &drifted).await;
         }
     }
-    let objects = match held {
-        Some(objects) => objects,
+    // The objects parsed, within a share of the unpack budget held until they are applied.
+    let (objects, _share) = match held {
+        Some(stored) => {
+            let bytes = stored.iter().map(Stored::bytes).sum();
+            let share = match ctx.fetcher.parse_share(bytes).await {
+                Ok(share) => share,
+                Err(e) => return Attempt::UnpackFailed(e.to_string()),
+            };
+            match stored
+                .iter()
+                .map(Stored::object)
+                .collect::<Result<Vec<_>, _>>()
+            {
+                Ok(objects) => (objects, share),
+                Err(e) => return Attempt::ApplyFailed(e.to_string()),
+            }
+        }
         None => {
             let timer = ctx.metrics.unpack_duration.start_timer();
             // The installed template's image again (a restart): by the digest it was installed
@@ -305,8 +321,8 @@ async fn install(
             let source = crate::source::pinned(source, recorded);
             let read = read(ctx, owner, format, &source).await;
             timer.observe_duration();
-            let (objects, resolved) = match read {
-                Ok((objects, resolved)) => (Arc::new(objects), resolved),
+            let (objects, resolved, share) = match read {
+                Ok(read) => read,
                 Err(attempt) => return attempt,
             };
             ctx.contents
@@ -316,11 +332,11 @@ async fn install(
                     owner.name.clone(),
                     Held {
                         bundle: wanted.bundle.clone(),
-                        objects: objects.clone(),
+                        objects: Arc::new(objects.iter().map(Stored::of).collect()),
                         resolved,
                     },
                 );
-            objects
+            (objects, share)
         }
     };
     match ctx.applier.applied_namespaces(owner).await {
@@ -345,7 +361,7 @@ async fn install(
         }
     }
     let timer = ctx.metrics.apply_duration.start_timer();
-    let synced = ctx.applier.sync(owner, objects.to_vec()).await;
+    let synced = ctx.applier.sync(owner, objects).await;
     timer.observe_duration();
     match synced {
         Ok(synced) => {
@@ -397,17 +413,21 @@ async fn restore(
     ctx: &Context,
     bd: &BundleDeployment,
     owner: &Owner,
-    objects: &[Object],
+    objects: &[Stored],
     drifted: &[Key],
 ) -> Attempt {
     if drifted.is_empty() {
         return Attempt::Applied;
     }
-    let moved: Vec<Object> = objects
+    let moved = objects
         .iter()
         .filter(|o| drifted.contains(&o.key) || drifted.contains(&ctx.applier.placed_key(&o.key)))
-        .cloned()
-        .collect();
+        .map(Stored::object)
+        .collect::<Result<Vec<Object>, _>>();
+    let moved = match moved {
+        Ok(moved) => moved,
+        Err(e) => return Attempt::ApplyFailed(e.to_string()),
+    };
     let timer = ctx.metrics.apply_duration.start_timer();
     let applied = ctx.applier.install(owner, moved).await;
     timer.observe_duration();
@@ -438,16 +458,22 @@ async fn restore(
 }
 
 /// Fetches a template's content and reads it as objects of its format, of allowed kinds; with
-/// the reference by digest of an image pulled.
+/// the reference by digest of an image pulled, and the share of the unpack budget reading them
+/// took (held while they are).
 async fn read(
     ctx: &Context,
     owner: &Owner,
     format: Format,
     source: &Wanted,
-) -> Result<(Vec<Object>, Option<String>), Attempt> {
+) -> Result<(Vec<Object>, Option<String>, Share), Attempt> {
     let content = ctx
         .fetcher
         .fetch(&owner.name, source)
+        .await
+        .map_err(|e| Attempt::UnpackFailed(e.to_string()))?;
+    let share = ctx
+        .fetcher
+        .parse_share(content.tree.bytes())
         .await
         .map_err(|e| Attempt::UnpackFailed(e.to_string()))?;
     let objects = match format {
@@ -463,7 +489,7 @@ async fn read(
         reason: reasons::KIND_NOT_ALLOWED,
         message: e.to_string(),
     })?;
-    Ok((objects, content.resolved))
+    Ok((objects, content.resolved, share))
 }
 
 /// Adds or removes our finalizer (server-side apply of our one entry).
