@@ -51,7 +51,11 @@ pub fn documents(text: &str) -> Option<Documents> {
         if run > 16 {
             return None;
         }
-        lines.advance();
+        let _ = lines.advance_past_empty();
+        // Empty lines stepped over end a run of comments, as each did one at a time.
+        if lines.peek().is_some_and(|l| l.number > line.number + 1) {
+            run = 0;
+        }
     }
     let mut parser = Parser {
         lines: Lines::new(text),
@@ -155,6 +159,22 @@ impl<'a> Lines<'a> {
         }
     }
 
+    /// On past the current line and every empty line right after it, at once (a file of
+    /// millions of newlines is read at memory speed, not a line at a time); how many lines
+    /// that was.
+    fn advance_past_empty(&mut self) -> usize {
+        let Some(line) = self.current else {
+            return 0;
+        };
+        let run = self.text.as_bytes()[self.next.min(self.text.len())..]
+            .iter()
+            .take_while(|&&b| b == b'\n')
+            .count();
+        self.next += run;
+        self.read(line.number + 1 + run);
+        1 + run
+    }
+
     /// Whether this cursor is further on than `other` (of the same text).
     fn is_past(&self, other: &Lines<'_>) -> bool {
         self.next > other.next
@@ -225,7 +245,7 @@ impl<'a> Parser<'a> {
 
     fn skip_blank(&mut self) {
         while self.lines.peek().is_some_and(|l| l.is_blank()) {
-            self.lines.advance();
+            let _ = self.lines.advance_past_empty();
         }
     }
 
@@ -394,8 +414,7 @@ impl<'a> Parser<'a> {
                 let mut breaks = 0;
                 while let Some(l) = self.lines.peek().filter(|_| rest.is_empty()) {
                     if l.rest.is_empty() {
-                        breaks += 1;
-                        self.lines.advance();
+                        breaks += self.lines.advance_past_empty();
                         continue;
                     }
                     if l.is_marker() || l.indent as isize <= parent || l.rest.starts_with('#') {
@@ -488,8 +507,7 @@ impl<'a> Parser<'a> {
                     return Err(Unsupported);
                 }
                 if l.rest.is_empty() {
-                    breaks += 1;
-                    self.lines.advance();
+                    breaks += self.lines.advance_past_empty();
                     continue;
                 }
                 if l.indent as isize <= parent {
@@ -544,7 +562,8 @@ impl<'a> Parser<'a> {
                     if l.indent > indent {
                         return Err(Unsupported);
                     }
-                    trailing += 1;
+                    trailing += self.lines.advance_past_empty();
+                    continue;
                 } else if l.indent >= indent && !l.is_marker() {
                     if lines_seen > 0 || trailing > 0 {
                         (0..trailing + usize::from(lines_seen > 0)).for_each(|_| value.push('\n'));
@@ -1100,6 +1119,13 @@ mod tests {
         }
         assert_eq!(seen, [(1, 0, "a: b"), (2, 0, ""), (3, 2, "c")]);
         assert!(Lines::new("").peek().is_none());
+        // Runs of empty lines are stepped over at once, numbers kept.
+        let mut lines = Lines::new("a\n\n\n\nb\n\n");
+        assert_eq!(lines.advance_past_empty(), 4);
+        let b = lines.peek().unwrap_or_else(|| unreachable!());
+        assert_eq!((b.number, b.rest), (5, "b"));
+        assert_eq!(lines.advance_past_empty(), 2);
+        assert!(lines.peek().is_none());
     }
 
     #[test]
