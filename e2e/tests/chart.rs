@@ -248,11 +248,16 @@ fn template_in(namespace: &str, extra: &[&str]) -> Result<Vec<serde_json::Value>
 }
 
 fn catalogd_args(rendered: &[serde_json::Value]) -> Vec<String> {
-    let catalogd = rendered
+    manager_args(rendered, "catalogd")
+}
+
+/// The flags the chart gives the manager `name`.
+fn manager_args(rendered: &[serde_json::Value], name: &str) -> Vec<String> {
+    let manager = rendered
         .iter()
-        .find(|d| d["kind"] == "Deployment" && d["metadata"]["name"] == "catalogd")
+        .find(|d| d["kind"] == "Deployment" && d["metadata"]["name"] == name)
         .unwrap();
-    catalogd["spec"]["template"]["spec"]["containers"][0]["args"]
+    manager["spec"]["template"]["spec"]["containers"][0]["args"]
         .as_array()
         .unwrap()
         .iter()
@@ -486,16 +491,7 @@ fn the_memory_limit_holds_catalogd_at_its_budget() {
 }
 
 fn provisioner_args(rendered: &[serde_json::Value]) -> Vec<String> {
-    let provisioner = rendered
-        .iter()
-        .find(|d| d["kind"] == "Deployment" && d["metadata"]["name"] == "provisioner")
-        .unwrap();
-    provisioner["spec"]["template"]["spec"]["containers"][0]["args"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap().to_owned())
-        .collect()
+    manager_args(rendered, "provisioner")
 }
 
 /// The provisioner's apply role is bound cluster-wide by default; `provisioner.rbac.namespaced`

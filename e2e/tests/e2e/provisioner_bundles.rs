@@ -31,17 +31,22 @@ async fn bundle_image(ctx: &TestContext, name: &str, entries: &[Entry]) -> Strin
     format!("{}/{repository}:v1", registry.host)
 }
 
-/// A BundleDeployment of the plain bundle image `image`, labelled for this test.
-async fn deploy(ctx: &TestContext, name: &str, image: &str) -> String {
-    let name = ctx.name(name);
-    let bd: BundleDeployment = serde_json::from_value(ctx.labelled(json!({
+/// The manifest of the BundleDeployment `name` of the plain bundle image `image`, labelled
+/// for this test.
+pub(crate) fn plain_bd(ctx: &TestContext, name: &str, image: &str) -> serde_json::Value {
+    ctx.labelled(json!({
         "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
         "metadata": {"name": name},
         "spec": {"provisionerClassName": "core-rukpak-io-plain", "template": {"spec": {
             "provisionerClassName": "core-rukpak-io-plain",
             "source": {"type": "image", "image": {"ref": image}}}}},
-    })))
-    .unwrap();
+    }))
+}
+
+/// A BundleDeployment of the plain bundle image `image`, labelled for this test.
+async fn deploy(ctx: &TestContext, name: &str, image: &str) -> String {
+    let name = ctx.name(name);
+    let bd: BundleDeployment = serde_json::from_value(plain_bd(ctx, &name, image)).unwrap();
     Api::<BundleDeployment>::all(ctx.client.clone())
         .create(&PostParams::default(), &bd)
         .await

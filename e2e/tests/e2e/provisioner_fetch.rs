@@ -248,12 +248,7 @@ async fn a_bundle_too_large_to_parse_is_refused_before_it_is_read() {
     assert!(olm_e2e::memory::reset_process_peak(pid));
     let bds: Api<BundleDeployment> = Api::all(ctx.client.clone());
     let name = ctx.name("huge");
-    let mut doc = ctx.labelled(json!({
-        "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
-        "metadata": {"name": name},
-        "spec": {"provisionerClassName": "core-rukpak-io-plain", "template": {"spec": {
-            "provisionerClassName": "core-rukpak-io-plain",
-            "source": {"type": "image", "image": {"ref": image}}}}}}));
+    let mut doc = crate::provisioner_bundles::plain_bd(&ctx, &name, &image);
     doc["metadata"]["labels"][OWN_PROVISIONER_LABEL] = own.clone().into();
     let bd: BundleDeployment = serde_json::from_value(doc).unwrap();
     bds.create(&PostParams::default(), &bd).await.unwrap();

@@ -518,13 +518,8 @@ async fn bundles_never_reach_the_managers_namespace_nor_one_not_allowed() {
     .await;
     let bds: Api<olm_api::bundle_deployment::BundleDeployment> = Api::all(ctx.client.clone());
     let name = ctx.name("sneaky");
-    let bd = serde_json::from_value(ctx.labelled(json!({
-        "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
-        "metadata": {"name": name},
-        "spec": {"provisionerClassName": "core-rukpak-io-plain", "template": {"spec": {
-            "provisionerClassName": "core-rukpak-io-plain",
-            "source": {"type": "image", "image": {"ref": image}}}}}})))
-    .unwrap();
+    let bd =
+        serde_json::from_value(crate::provisioner_bundles::plain_bd(&ctx, &name, &image)).unwrap();
     bds.create(&PostParams::default(), &bd).await.unwrap();
     let refused = olm_e2e::wait::wait_for(&bds, &name, "refused", GONE, |bd| {
         crate::provisioner_bundles::condition(bd, "HasValidBundle")

@@ -48,13 +48,8 @@ async fn a_drift_watch_stops_when_nothing_of_its_kind_is_applied() {
     let image = bundle_image(&ctx, "watched", "v1", &[widget_crd(&group), widget("ours")]).await;
     let bds: Api<BundleDeployment> = Api::all(ctx.client.clone());
     let name = ctx.name("watched");
-    let bd: BundleDeployment = serde_json::from_value(ctx.labelled(json!({
-        "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
-        "metadata": {"name": name},
-        "spec": {"provisionerClassName": "core-rukpak-io-plain", "template": {"spec": {
-            "provisionerClassName": "core-rukpak-io-plain",
-            "source": {"type": "image", "image": {"ref": image}}}}}})))
-    .unwrap();
+    let bd: BundleDeployment =
+        serde_json::from_value(crate::provisioner_bundles::plain_bd(&ctx, &name, &image)).unwrap();
     bds.create(&PostParams::default(), &bd).await.unwrap();
     wait_for(&bds, &name, "installed", WAIT, |bd| {
         crate::provisioner_bundles::condition(bd, "Installed").is_some_and(|(s, _, _)| s == "True")

@@ -8,8 +8,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use olm_resolver::fbc::decode::yaml_both;
-use serde_json::Value;
+
+#[path = "yaml_agree.rs"]
+mod agree;
 
 const TOKENS: &[&str] = &[
     "- ", "k: ", "\n", "  ", " ", "[", "]", "{", "}", ", ", "x", "'q'", "\"d\\t\"", "|\n",
@@ -30,18 +31,5 @@ fuzz_target!(|data: &[u8]| {
             text.push_str(last);
         }
     }
-    let (fast, saphyr) = yaml_both(&text);
-    let Some(fast) = fast else {
-        return;
-    };
-    let saphyr = match saphyr {
-        Ok(docs) => docs,
-        Err(e) => panic!("the fast path read what saphyr refuses ({e:?}): {text:?}"),
-    };
-    let values = |docs: &olm_resolver::fbc::decode::Documents| -> Vec<(Value, usize)> {
-        docs.iter()
-            .map(|(json, line)| (serde_json::from_str(json).expect("valid JSON"), line))
-            .collect()
-    };
-    assert_eq!(values(&fast), values(&saphyr), "{text:?}");
+    agree::check(&text);
 });
