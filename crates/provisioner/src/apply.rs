@@ -171,10 +171,13 @@ impl Applier {
                     Before {
                         uid: metadata.uid.clone().unwrap_or_default(),
                         ours: fields::ours(&metadata, FIELD_MANAGER),
-                        kept: metadata
-                            .annotations
-                            .as_ref()
-                            .is_some_and(|a| a.contains_key(marks::KEPT)),
+                        // Only a mark we wrote ourselves, on what we keep, for this owner.
+                        kept: keepable
+                            && metadata
+                                .annotations
+                                .as_ref()
+                                .and_then(|a| a.get(marks::KEPT))
+                                .is_some_and(|bd| *bd == owner.name),
                     },
                 );
             }
@@ -194,9 +197,9 @@ impl Applier {
             }
             for p in placed.iter() {
                 let was = before.get(&p.object.key);
-                let after = self.patch(owner, p, false, was).await?;
+                let mut after = self.patch(owner, p, false, was).await?;
                 if was.is_some_and(|b| b.kept) {
-                    self.readopted(p).await?;
+                    after = self.readopted(p).await?;
                 }
                 applied.push(Applied {
                     key: p.object.key.clone(),
@@ -483,18 +486,20 @@ impl Applier {
         }
     }
 
-    /// Takes the kept mark off an object this BundleDeployment has taken back.
-    async fn readopted(&self, placed: &Placed) -> Result<(), ApplyError> {
+    /// Takes the kept mark off an object this BundleDeployment has taken back; its metadata
+    /// after that (the version drift is told by).
+    async fn readopted(&self, placed: &Placed) -> Result<ObjectMeta, ApplyError> {
         let key = &placed.object.key;
         let patch = serde_json::json!({"metadata": {"annotations": {marks::KEPT: Value::Null}}});
-        self.api(placed)
+        let patched = self
+            .api(placed)
             .patch(&key.name, &PatchParams::default(), &Patch::Merge(patch))
             .await
             .map_err(|e| ApplyError::Refused {
                 key: Box::new(key.clone()),
                 message: api_message(e),
             })?;
-        Ok(())
+        Ok(patched.metadata)
     }
 
     async fn wait_established(&self, name: &str) -> Result<(), ApplyError> {

@@ -26,6 +26,10 @@ pub const NAMESPACES: &str = "applyset.kubernetes.io/additional-namespaces";
 /// The parent's annotation listing the CRDs of the set by name (ours, beyond KEP-3659): a CRD
 /// carries no owner reference, so this record, not its labels, proves it was applied.
 pub const CRDS: &str = "olm-rs.io/applied-crds";
+/// The parent's annotation listing the Namespaces of the set by name (ours, as for CRDs: a
+/// Namespace carries no owner reference, so that no garbage collection deletes it and what it
+/// holds past the keep rule).
+pub const NAMESPACE_OBJECTS: &str = "olm-rs.io/applied-namespaces";
 /// Our tooling value.
 pub const OUR_TOOLING: &str = "olm-provisioner/v1";
 /// The label on a CRD that lets kubectl take its custom resources as ApplySet parents (the
@@ -57,6 +61,8 @@ pub struct Spans {
     pub namespaces: BTreeSet<String>,
     /// The name of every CRD member.
     pub crds: BTreeSet<String>,
+    /// The name of every Namespace member.
+    pub namespace_objects: BTreeSet<String>,
 }
 
 impl Spans {
@@ -68,25 +74,37 @@ impl Spans {
             if let Some(ns) = &key.namespace {
                 spans.namespaces.insert(ns.clone());
             }
-            if phase(key) == Phase::Crds {
-                spans.crds.insert(key.name.clone());
+            match phase(key) {
+                Phase::Crds => {
+                    spans.crds.insert(key.name.clone());
+                }
+                Phase::Namespaces => {
+                    spans.namespace_objects.insert(key.name.clone());
+                }
+                Phase::Identity | Phase::Rest => {}
             }
         }
         spans
     }
 
     /// The annotation values (sorted, comma-separated).
-    pub fn annotations(&self) -> [(&'static str, String); 3] {
+    pub fn annotations(&self) -> [(&'static str, String); 4] {
         let join = |set: &BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>().join(",");
         [
             (GROUP_KINDS, join(&self.group_kinds)),
             (NAMESPACES, join(&self.namespaces)),
             (CRDS, join(&self.crds)),
+            (NAMESPACE_OBJECTS, join(&self.namespace_objects)),
         ]
     }
 
     /// The spans a parent's annotations record (missing ones: empty).
-    pub fn parse(group_kinds: Option<&str>, namespaces: Option<&str>, crds: Option<&str>) -> Spans {
+    pub fn parse(
+        group_kinds: Option<&str>,
+        namespaces: Option<&str>,
+        crds: Option<&str>,
+        namespace_objects: Option<&str>,
+    ) -> Spans {
         let split = |v: Option<&str>| {
             v.unwrap_or_default()
                 .split(',')
@@ -99,6 +117,7 @@ impl Spans {
             group_kinds: split(group_kinds),
             namespaces: split(namespaces),
             crds: split(crds),
+            namespace_objects: split(namespace_objects),
         }
     }
 
@@ -113,6 +132,11 @@ impl Spans {
                 .collect(),
             namespaces: self.namespaces.union(&other.namespaces).cloned().collect(),
             crds: self.crds.union(&other.crds).cloned().collect(),
+            namespace_objects: self
+                .namespace_objects
+                .union(&other.namespace_objects)
+                .cloned()
+                .collect(),
         }
     }
 }
@@ -155,7 +179,12 @@ mod tests {
             ),
         ];
         let spans = Spans::of(&members);
-        let [(gk_key, gks), (ns_key, nss), (crd_key, crds)] = spans.annotations();
+        let [
+            (gk_key, gks),
+            (ns_key, nss),
+            (crd_key, crds),
+            (nso_key, nsos),
+        ] = spans.annotations();
         assert_eq!(gk_key, GROUP_KINDS);
         assert_eq!(
             gks,
@@ -165,8 +194,15 @@ mod tests {
         assert_eq!(nss, "audit,shop");
         assert_eq!(crd_key, CRDS);
         assert_eq!(crds, "x.example.com");
-        assert_eq!(Spans::parse(Some(&gks), Some(&nss), Some(&crds)), spans);
-        assert_eq!(Spans::parse(None, Some(""), None), Spans::default());
+        assert_eq!(nso_key, NAMESPACE_OBJECTS);
+        assert_eq!(nsos, "");
+        assert_eq!(
+            Spans::parse(Some(&gks), Some(&nss), Some(&crds), Some(&nsos)),
+            spans
+        );
+        assert_eq!(Spans::parse(None, Some(""), None, None), Spans::default());
+        let ns = Spans::of(&[key("", "Namespace", None, "shop")]);
+        assert_eq!(ns.namespace_objects, BTreeSet::from(["shop".to_owned()]));
         let other = Spans::of(&[key("", "Secret", Some("x"), "s")]);
         let both = spans.union(&other);
         assert!(both.group_kinds.contains("Secret") && both.namespaces.contains("x"));

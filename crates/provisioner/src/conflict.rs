@@ -1,6 +1,7 @@
 //! Objects that block an install: one that exists without our marks, or that another
-//! BundleDeployment owns. The provisioner never adopts either; the install continues once the
-//! object is gone (or leaves the bundle).
+//! BundleDeployment owns. The provisioner never adopts either (it only takes back a CRD or
+//! Namespace it kept itself, see `marks::ownership_of`); the install continues once the object
+//! is gone (or leaves the bundle).
 
 use crate::marks::Ownership;
 use crate::object::Key;

@@ -75,6 +75,7 @@ impl Manager for Provisioner {
                 args.max_content_bytes, args.unpack_budget_bytes
             )));
         }
+        args.namespaces().check().map_err(Error::Settings)?;
         Ok(Prepared {
             metrics: ProvisionerMetrics::new(&rt.metrics.registry)?,
             image_metrics: ImageMetrics::new(&rt.metrics.registry, ImageMetrics::PROVISIONER)?,

@@ -1,8 +1,9 @@
 //! What the provisioner puts on every object it applies, and what it reads back from an
 //! object found in the cluster: rukpak's owner labels (upstream's tools select on them), the
-//! ApplySet member label and, on every object but CRDs, a controller owner reference to the
-//! BundleDeployment. (CRDs get none: garbage collection of a CRD takes every custom resource
-//! of it along; the provisioner decides about CRDs itself, see `deletion` in the docs.)
+//! ApplySet member label and, on every object but CRDs and Namespaces, a controller owner
+//! reference to the BundleDeployment. (CRDs and Namespaces get none: garbage collection of
+//! one takes every custom resource of it, or everything in it, along; the provisioner decides
+//! about them itself, see `deletion` in the docs.)
 
 use std::collections::BTreeMap;
 
@@ -62,10 +63,12 @@ pub fn marked(object: &Object, owner: &Owner, namespace: Option<&str>) -> Map<St
             labels.insert(OWNER_NAME.into(), owner.name.clone().into());
             labels.insert(applyset::PART_OF.into(), owner.set_id().into());
         }
-        if phase(&object.key) == Phase::Crds {
-            // A CRD's owner is never a bundle's to choose: an owner reference to an object
-            // that does not exist (or that goes) makes the garbage collector delete the CRD
-            // and every custom resource of it, past the upgrade checks and the keep rule.
+        if matches!(phase(&object.key), Phase::Crds | Phase::Namespaces) {
+            // A CRD's or a Namespace's owner is never a bundle's to choose, nor the
+            // BundleDeployment: an owner reference makes the garbage collector delete it, and
+            // every custom resource of the CRD or every object in the Namespace, past the
+            // upgrade checks and the keep rule (a deletion with foreground propagation runs the
+            // collector beside our finalizer). The parent's record proves them ours instead.
             metadata.remove("ownerReferences");
         } else {
             metadata.insert(
@@ -99,8 +102,9 @@ pub enum Ownership {
     },
 }
 
-/// On a CRD kept because custom resources of it remained: the BundleDeployment that had
-/// installed it (which takes it back when it installs it again).
+/// On a CRD or Namespace kept because deleting it would delete what the BundleDeployment did
+/// not apply: the BundleDeployment that had installed it (which takes it back when it
+/// installs it again).
 pub const KEPT: &str = "olm-rs.io/kept-from-bundle-deployment";
 
 /// Whose the object with `labels` is, seen from the BundleDeployment `name`.
@@ -118,14 +122,15 @@ pub fn ownership(labels: &BTreeMap<String, String>, name: &str) -> Ownership {
 }
 
 /// Whose an object found in the cluster is, seen from the BundleDeployment `name` about to
-/// apply it: by its labels, except that a CRD this BundleDeployment kept on an uninstall (its
-/// [`KEPT`] annotation names it, our labels are gone) is its own again. Reinstalling the same
-/// operator takes back the CRD and the data it kept, after the CRD upgrade checks.
-pub fn ownership_of(metadata: &ObjectMeta, is_crd: bool, name: &str) -> Ownership {
+/// apply it: by its labels, except that a CRD or Namespace (`keepable`) this BundleDeployment
+/// kept on an uninstall (its [`KEPT`] annotation names it, our labels are gone) is its own
+/// again. Reinstalling the same operator takes back what it kept, with the data, after the
+/// CRD upgrade checks.
+pub fn ownership_of(metadata: &ObjectMeta, keepable: bool, name: &str) -> Ownership {
     let empty = BTreeMap::new();
     let labels = metadata.labels.as_ref().unwrap_or(&empty);
     let found = ownership(labels, name);
-    let kept_by_us = is_crd
+    let kept_by_us = keepable
         && metadata
             .annotations
             .as_ref()
@@ -139,8 +144,8 @@ pub fn ownership_of(metadata: &ObjectMeta, is_crd: bool, name: &str) -> Ownershi
 
 /// Whether an object found in the cluster was applied by `owner`, proven by its controller
 /// owner reference to the BundleDeployment's uid: labels anyone may write are no proof, and
-/// deleting is decided on this alone (CRDs, which carry no owner reference, are proven by
-/// the BundleDeployment's own record instead).
+/// deleting is decided on this alone (CRDs and Namespaces, which carry no owner reference, are
+/// proven by the BundleDeployment's own record instead).
 pub fn applied_by(metadata: &ObjectMeta, owner: &Owner) -> bool {
     !owner.uid.is_empty()
         && metadata.owner_references.as_ref().is_some_and(|refs| {
@@ -204,6 +209,12 @@ mod tests {
         assert_eq!(m["metadata"]["labels"][OWNER_NAME], "shop");
         assert!(m["metadata"].get("ownerReferences").is_none());
         assert!(m["metadata"].get("namespace").is_none());
+        // Nor Namespaces: the collector would take everything in one.
+        let ns =
+            object(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}));
+        let m = Value::Object(marked(&ns, &owner(), None));
+        assert_eq!(m["metadata"]["labels"][OWNER_NAME], "shop");
+        assert!(m["metadata"].get("ownerReferences").is_none());
     }
 
     #[test]

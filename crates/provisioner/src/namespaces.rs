@@ -83,6 +83,31 @@ impl Namespaces {
         })
     }
 
+    /// Whether these settings can hold: with namespaced RBAC the provisioner watches exactly
+    /// the allowed namespaces, so they must be named, not matched by prefixes.
+    pub fn check(&self) -> Result<(), String> {
+        if !self.namespaced_only {
+            return Ok(());
+        }
+        let prefixes: Vec<String> = self
+            .allowed
+            .iter()
+            .filter(|p| matches!(p, NamespacePattern::Prefix(_)))
+            .map(ToString::to_string)
+            .collect();
+        if self.allowed.is_empty() || !prefixes.is_empty() {
+            return Err(format!(
+                "--namespaced-rbac needs --allowed-namespaces to name the namespaces the apply role is bound in, each by its name{}",
+                if prefixes.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (not {})", prefixes.join(", "))
+                }
+            ));
+        }
+        Ok(())
+    }
+
     /// The namespaces the provisioner may write in, when it may write nowhere else.
     pub fn only(&self) -> Option<Vec<String>> {
         self.namespaced_only.then(|| {
@@ -173,6 +198,19 @@ mod tests {
                 .is_some_and(|m| m.contains("--namespaced-rbac"))
         );
         assert_eq!(n.only(), Some(vec!["shop".to_owned(), "team-a".to_owned()]));
+        assert_eq!(n.check(), Ok(()));
+        // Prefixes, or no list, cannot be watched namespace by namespace.
+        let prefixed = Namespaces {
+            allowed: patterns(&["shop", "team-*"]),
+            ..n.clone()
+        };
+        assert!(prefixed.check().is_err_and(|m| m.ends_with("(not team-*)")));
+        let none = Namespaces {
+            allowed: Vec::new(),
+            ..n
+        };
+        assert!(none.check().is_err());
+        assert_eq!(Namespaces::default().check(), Ok(()));
     }
 
     #[test]

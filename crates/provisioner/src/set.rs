@@ -80,7 +80,7 @@ impl Applier {
         let keep: BTreeSet<Key> = applied.iter().map(|a| a.key.clone()).collect();
         let live = self.members(owner, &recorded.union(&wanted)).await?;
         let gone = removal(live, &keep);
-        let (removed, kept) = self.remove(owner, &gone).await?;
+        let (removed, kept) = self.remove(owner, &gone, &keep).await?;
         self.record(owner, &Spans::of(applied.iter().map(|a| &a.key)))
             .await?;
         Ok(Synced {
@@ -94,7 +94,9 @@ impl Applier {
     pub async fn remove_all(&self, owner: &Owner) -> Result<Synced, ApplyError> {
         let recorded = self.recorded(owner).await?;
         let live = self.members(owner, &recorded).await?;
-        let (removed, kept) = self.remove(owner, &removal(live, &BTreeSet::new())).await?;
+        let (removed, kept) = self
+            .remove(owner, &removal(live, &BTreeSet::new()), &BTreeSet::new())
+            .await?;
         Ok(Synced {
             applied: Vec::new(),
             removed,
@@ -102,31 +104,18 @@ impl Applier {
         })
     }
 
-    /// The Namespaces `owner` applied (proven by their owner reference), by name. Listed only
-    /// when the parent records Namespaces among the set's kinds.
+    /// The Namespaces `owner` applied, by name: those the parent records that still carry our
+    /// marks.
     pub async fn applied_namespaces(&self, owner: &Owner) -> Result<BTreeSet<String>, ApplyError> {
-        if !self
-            .recorded(owner)
-            .await?
-            .group_kinds
-            .contains("Namespace")
-        {
+        let recorded = self.recorded(owner).await?;
+        if !recorded.group_kinds.contains("Namespace") {
             return Ok(BTreeSet::new());
         }
-        let selector =
-            ListParams::default().labels(&format!("{}={}", applyset::PART_OF, owner.set_id()));
-        let listed = Api::<k8s_openapi::api::core::v1::Namespace>::all(self.client.clone())
-            .list_metadata(&selector)
-            .await
-            .map_err(|source| ApplyError::Read {
-                what: "listing the Namespaces of the set".to_owned(),
-                source,
-            })?;
-        Ok(listed
-            .items
+        Ok(self
+            .members_of(owner, &recorded, "", "Namespace")
+            .await?
             .into_iter()
-            .filter(|n| marks::applied_by(&n.metadata, owner))
-            .map(|n| n.name_any())
+            .map(|m| m.key.name)
             .collect())
     }
 
@@ -146,6 +135,7 @@ impl Applier {
             get(applyset::GROUP_KINDS),
             get(applyset::NAMESPACES),
             get(applyset::CRDS),
+            get(applyset::NAMESPACE_OBJECTS),
         ))
     }
 
@@ -186,62 +176,98 @@ impl Applier {
 
     /// The live members of the set within `spans`: of each recorded group-kind, the objects in
     /// the recorded namespaces (cluster-wide for cluster-scoped kinds) that `owner` applied,
-    /// proven by their controller owner reference; of CRDs, those the parent records that
-    /// still carry our marks. The member label only narrows the lists.
+    /// proven by their controller owner reference; of CRDs and Namespaces, those the parent
+    /// records by name that still carry our marks. The member label only narrows the lists.
     async fn members(&self, owner: &Owner, spans: &Spans) -> Result<Vec<Member>, ApplyError> {
-        let selector =
-            ListParams::default().labels(&format!("{}={}", applyset::PART_OF, owner.set_id()));
         let mut members = Vec::new();
         for group_kind in &spans.group_kinds {
             let (kind, group) = group_kind
                 .split_once('.')
                 .unwrap_or((group_kind.as_str(), ""));
-            // A kind no longer served (its CRD gone) has no members left.
-            let Some((resource, scope)) = served(&self.client, group, kind).await else {
-                continue;
+            members.extend(self.members_of(owner, spans, group, kind).await?);
+        }
+        Ok(members)
+    }
+
+    /// The live members of `kind` in `group` (see [`Applier::members`]).
+    async fn members_of(
+        &self,
+        owner: &Owner,
+        spans: &Spans,
+        group: &str,
+        kind: &str,
+    ) -> Result<Vec<Member>, ApplyError> {
+        let selector =
+            ListParams::default().labels(&format!("{}={}", applyset::PART_OF, owner.set_id()));
+        // A kind no longer served (its CRD gone) has no members left.
+        let Some((resource, scope)) = served(&self.client, group, kind).await? else {
+            return Ok(Vec::new());
+        };
+        let key_of = |meta: &ObjectMeta| Key {
+            group: group.to_owned(),
+            kind: kind.to_owned(),
+            namespace: meta.namespace.clone(),
+            name: meta.name.clone().unwrap_or_default(),
+        };
+        let read = |source| ApplyError::Read {
+            what: format!("listing {} of the set", applyset::group_kind(group, kind)),
+            source,
+        };
+        let mut members = Vec::new();
+        let by_record = match phase(&Key::new(group, kind, None, "")) {
+            Phase::Crds => Some(&spans.crds),
+            Phase::Namespaces => Some(&spans.namespace_objects),
+            Phase::Identity | Phase::Rest => None,
+        };
+        if let Some(names) = by_record {
+            let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
+            let ours = |m: &ObjectMeta| {
+                marks::ownership(m.labels.as_ref().unwrap_or(&BTreeMap::new()), &owner.name)
+                    == Ownership::Ours
             };
-            let key_of = |meta: &ObjectMeta| Key {
-                group: group.to_owned(),
-                kind: kind.to_owned(),
-                namespace: meta.namespace.clone(),
-                name: meta.name.clone().unwrap_or_default(),
-            };
-            let read = |source| ApplyError::Read {
-                what: format!("listing {group_kind} of the set"),
-                source,
-            };
-            if phase(&Key::new(group, kind, None, "")) == Phase::Crds {
-                let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
-                for name in &spans.crds {
-                    let Some(found) = api.get_metadata_opt(name).await.map_err(read)? else {
-                        continue;
-                    };
-                    if marks::ownership(found.labels(), &owner.name) == Ownership::Ours {
-                        members.push(Member {
-                            key: key_of(&found.metadata),
-                            uid: found.uid().unwrap_or_default(),
-                        });
-                    }
-                }
-                continue;
-            }
-            let apis: Vec<Api<DynamicObject>> = match scope {
-                Scope::Cluster => vec![Api::all_with(self.client.clone(), &resource)],
-                Scope::Namespaced => spans
-                    .namespaces
-                    .iter()
-                    .map(|ns| Api::namespaced_with(self.client.clone(), ns, &resource))
-                    .collect(),
-            };
-            for api in apis {
-                let listed = api.list_metadata(&selector).await.map_err(read)?;
-                for item in listed.items {
-                    if marks::applied_by(&item.metadata, owner) {
+            if names.is_empty() {
+                // A set recorded before CRDs and Namespaces were recorded by name (its kinds
+                // say it has some): found by our marks, as they were then, until its next
+                // apply records them.
+                for item in api.list_metadata(&selector).await.map_err(read)?.items {
+                    if ours(&item.metadata) {
                         members.push(Member {
                             key: key_of(&item.metadata),
                             uid: item.uid().unwrap_or_default(),
                         });
                     }
+                }
+                return Ok(members);
+            }
+            for name in names {
+                let Some(found) = api.get_metadata_opt(name).await.map_err(read)? else {
+                    continue;
+                };
+                if ours(&found.metadata) {
+                    members.push(Member {
+                        key: key_of(&found.metadata),
+                        uid: found.uid().unwrap_or_default(),
+                    });
+                }
+            }
+            return Ok(members);
+        }
+        let apis: Vec<Api<DynamicObject>> = match scope {
+            Scope::Cluster => vec![Api::all_with(self.client.clone(), &resource)],
+            Scope::Namespaced => spans
+                .namespaces
+                .iter()
+                .map(|ns| Api::namespaced_with(self.client.clone(), ns, &resource))
+                .collect(),
+        };
+        for api in apis {
+            let listed = api.list_metadata(&selector).await.map_err(read)?;
+            for item in listed.items {
+                if marks::applied_by(&item.metadata, owner) {
+                    members.push(Member {
+                        key: key_of(&item.metadata),
+                        uid: item.uid().unwrap_or_default(),
+                    });
                 }
             }
         }
@@ -249,10 +275,12 @@ impl Applier {
     }
 
     /// Carries out `removal`; what was deleted, and the Namespaces and CRDs kept.
+    /// `keep` is the new set: a Namespace it dropped but still puts objects in is kept.
     async fn remove(
         &self,
         owner: &Owner,
         removal: &Removal,
+        keep: &BTreeSet<Key>,
     ) -> Result<(Vec<Key>, Vec<Kept>), ApplyError> {
         let mut served = Served::default();
         let mut removed = Vec::new();
@@ -263,7 +291,17 @@ impl Applier {
         }
         let mut kept = Vec::new();
         for namespace in &removal.namespaces {
-            match self.namespace_holds(owner, &namespace.key.name).await? {
+            let still_used = keep
+                .iter()
+                .any(|k| k.namespace.as_deref() == Some(namespace.key.name.as_str()));
+            let why = if still_used {
+                Some(
+                    "the new version puts objects in it, though it no longer makes it, and deleting it would delete them".to_owned(),
+                )
+            } else {
+                self.namespace_holds(owner, &namespace.key.name).await?
+            };
+            match why {
                 Some(why) => {
                     self.unmark(&mut served, namespace, owner).await?;
                     kept.push(Kept {
@@ -301,14 +339,20 @@ impl Applier {
     }
 
     /// The Api of `key`'s kind, placed in its namespace.
-    async fn api_of(&self, served: &mut Served, key: &Key) -> Option<Api<DynamicObject>> {
-        let (resource, scope) = served.get(&self.client, &key.group, &key.kind).await?;
-        Some(match (&scope, &key.namespace) {
+    async fn api_of(
+        &self,
+        served: &mut Served,
+        key: &Key,
+    ) -> Result<Option<Api<DynamicObject>>, ApplyError> {
+        let Some((resource, scope)) = served.get(&self.client, &key.group, &key.kind).await? else {
+            return Ok(None);
+        };
+        Ok(Some(match (&scope, &key.namespace) {
             (Scope::Namespaced, Some(ns)) => {
                 Api::namespaced_with(self.client.clone(), ns, &resource)
             }
             _ => Api::all_with(self.client.clone(), &resource),
-        })
+        }))
     }
 
     /// Deletes `member` if it still has its uid (and, when given, this resourceVersion); false
@@ -320,7 +364,7 @@ impl Applier {
         resource_version: Option<String>,
     ) -> Result<bool, ApplyError> {
         let key = &member.key;
-        let Some(api) = self.api_of(served, key).await else {
+        let Some(api) = self.api_of(served, key).await? else {
             return Ok(false);
         };
         let params = DeleteParams {
@@ -444,13 +488,17 @@ impl Applier {
             plural: spec.names.plural.clone(),
         };
         let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
-        let found = api
-            .list_metadata(&ListParams::default().limit(1))
-            .await
-            .map_err(|source| ApplyError::Read {
-                what: format!("listing the custom resources of {name}"),
-                source,
-            })?;
+        let found = match api.list_metadata(&ListParams::default().limit(1)).await {
+            Ok(found) => found,
+            // Unsure is a reason to keep, never to delete (nor to hold up the uninstall: a
+            // conversion webhook gone with the operator cannot answer).
+            Err(e) => {
+                return Ok(CustomResources::Keep(format!(
+                    "its custom resources could not be counted ({}), and deleting it would delete them",
+                    api_message(e)
+                )));
+            }
+        };
         if found.items.is_empty() {
             Ok(CustomResources::None { resource_version })
         } else {
@@ -471,7 +519,7 @@ impl Applier {
         owner: &Owner,
     ) -> Result<(), ApplyError> {
         let key = &member.key;
-        let Some(api) = self.api_of(served, key).await else {
+        let Some(api) = self.api_of(served, key).await? else {
             return Ok(());
         };
         let refused = |e| ApplyError::Refused {
@@ -520,21 +568,33 @@ impl Served {
         client: &Client,
         group: &str,
         kind: &str,
-    ) -> Option<(ApiResource, Scope)> {
+    ) -> Result<Option<(ApiResource, Scope)>, ApplyError> {
         let key = (group.to_owned(), kind.to_owned());
         if let Some(found) = self.0.get(&key) {
-            return found.clone();
+            return Ok(found.clone());
         }
-        let found = served(client, group, kind).await;
+        let found = served(client, group, kind).await?;
         self.0.insert(key, found.clone());
-        found
+        Ok(found)
     }
 }
 
-/// The resource and scope of `kind` in `group` (its preferred version), if served.
-async fn served(client: &Client, group: &str, kind: &str) -> Option<(ApiResource, Scope)> {
-    let group = discovery::group(client, group).await.ok()?;
-    group
-        .recommended_kind(kind)
-        .map(|(resource, caps)| (resource, caps.scope))
+/// The resource and scope of `kind` in `group` (its preferred version), or `None` when the
+/// API server serves no such group or kind. Any other failure is an error: a kind that cannot
+/// be looked up is no reason to forget its objects.
+async fn served(
+    client: &Client,
+    group: &str,
+    kind: &str,
+) -> Result<Option<(ApiResource, Scope)>, ApplyError> {
+    match discovery::group(client, group).await {
+        Ok(found) => Ok(found
+            .recommended_kind(kind)
+            .map(|(resource, caps)| (resource, caps.scope))),
+        Err(kube::Error::Discovery(_)) => Ok(None),
+        Err(source) => Err(ApplyError::Read {
+            what: format!("discovering {}", applyset::group_kind(group, kind)),
+            source,
+        }),
+    }
 }

@@ -10,11 +10,17 @@
 //! see only its own objects, so its memory should not move), and last every BundleDeployment
 //! is deleted and the time until all 10,000 objects are gone is measured.
 //!
+//! With `OLM_SCALE_BUNDLE=argocd` it measures real bundles instead: 10, then 50
+//! BundleDeployments of argocd-operator v0.6.0's five CRDs (1.3 MB, the repository's test data),
+//! each BundleDeployment's with a group of its own (`argoproj-<i>.io`), from five immutable
+//! ConfigMaps; no unrelated objects are added.
+//!
 //! Usage, with release builds:
 //!
 //! ```text
 //! cargo build --release -p provisioner -p olm-e2e
 //! OLM_E2E_BIN_DIR=target/release target/release/olm-provisioner-scale
+//! OLM_SCALE_BUNDLE=argocd OLM_E2E_BIN_DIR=target/release target/release/olm-provisioner-scale
 //! ```
 //!
 //! It starts its own control plane (or uses the one named by `OLM_E2E_KUBECONFIG`) and deletes
@@ -34,6 +40,8 @@ use olm_e2e::scale::{each, watch_until};
 use serde_json::json;
 
 const LEVELS: [usize; 4] = [1, 10, 100, 1_000];
+/// The levels with real bundles (`OLM_SCALE_BUNDLE=argocd`).
+const REAL_LEVELS: [usize; 2] = [10, 50];
 const UNRELATED: usize = 10_000;
 const RESYNC_SECONDS: u64 = 20;
 const IDLE: Duration = Duration::from_secs(60);
@@ -65,6 +73,25 @@ fn bundle(namespace: &str, i: usize) -> Result<String> {
         .map(|o| serde_saphyr::to_string(o).map(|y| format!("---\n{y}")))
         .collect::<Result<String, _>>()?;
     Ok(yaml)
+}
+
+/// argocd-operator v0.6.0's CRDs, as files of a plain bundle: each BundleDeployment `i` gets
+/// them in a group of its own, so that no two claim the same CRD.
+fn argocd_crds(i: usize) -> Result<Vec<(String, String)>> {
+    let dir = olm_e2e::repo_root()
+        .join("crates/provisioner/tests/data/registry-v1/argocd-operator.v0.6.0/manifests");
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(&dir).with_context(|| dir.display().to_string())? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with("argoproj.io_") {
+            let text = std::fs::read_to_string(entry.path())?
+                .replace("argoproj.io", &format!("argoproj-{i}.io"));
+            files.push((name.replace("argoproj.io_", ""), text));
+        }
+    }
+    files.sort();
+    Ok(files)
 }
 
 /// Waits until `done` holds for the BundleDeployments named with `prefix`.
@@ -180,26 +207,48 @@ async fn run(ctx: &TestContext) -> Result<()> {
     let maps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), OLM_NAMESPACE);
     let bds: Api<BundleDeployment> = Api::all(ctx.client.clone());
     let prefix = ctx.name("bd-");
+    let real = std::env::var("OLM_SCALE_BUNDLE").is_ok_and(|b| b == "argocd");
+    let (levels, objects_each): (&[usize], usize) = if real {
+        (&REAL_LEVELS, 5)
+    } else {
+        (&LEVELS, 10)
+    };
     let mut created = 0;
-    for level in LEVELS {
+    for &level in levels {
         let started = Instant::now();
-        each(created..level, 16, |i| {
+        each(created..level, if real { 4 } else { 16 }, |i| {
             let (maps, bds, prefix) = (&maps, &bds, &prefix);
             async move {
-                let bundle_name = ctx.name(&format!("bundle-{i:04}"));
-                let map: ConfigMap = serde_json::from_value(ctx.labelled(json!({
-                    "metadata": {"name": bundle_name},
-                    "immutable": true,
-                    "data": {"objects.yaml": bundle(&ctx.namespace, i)?},
-                })))?;
-                maps.create(&PostParams::default(), &map).await?;
+                // One ConfigMap per file (each within Kubernetes' 1 MiB).
+                let files = if real {
+                    // Labelled for the test, so that a run cut short leaves no CRD behind.
+                    argocd_crds(i)?
+                        .into_iter()
+                        .map(|(file, text)| {
+                            let crd: serde_json::Value = serde_saphyr::from_str(&text)?;
+                            anyhow::Ok((file, serde_json::to_string(&ctx.labelled(crd))?))
+                        })
+                        .collect::<Result<Vec<_>>>()?
+                } else {
+                    vec![("objects.yaml".to_owned(), bundle(&ctx.namespace, i)?)]
+                };
+                let mut sources = Vec::new();
+                for (n, (file, text)) in files.iter().enumerate() {
+                    let bundle_name = ctx.name(&format!("bundle-{i:04}-{n}"));
+                    let map: ConfigMap = serde_json::from_value(ctx.labelled(json!({
+                        "metadata": {"name": bundle_name},
+                        "immutable": true,
+                        "data": {file: text},
+                    })))?;
+                    maps.create(&PostParams::default(), &map).await?;
+                    sources.push(json!({"configMap": {"name": bundle_name}, "path": "manifests"}));
+                }
                 let bd: BundleDeployment = serde_json::from_value(ctx.labelled(json!({
                     "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
                     "metadata": {"name": format!("{prefix}{i:04}")},
                     "spec": {"provisionerClassName": "core-rukpak-io-plain",
                         "template": {"spec": {"provisionerClassName": "core-rukpak-io-plain",
-                            "source": {"type": "configMaps", "configMaps": [
-                                {"configMap": {"name": bundle_name}, "path": "manifests"}]}}}},
+                            "source": {"type": "configMaps", "configMaps": sources}}}},
                 })))?;
                 bds.create(&PostParams::default(), &bd).await?;
                 anyhow::Ok(())
@@ -213,7 +262,7 @@ async fn run(ctx: &TestContext) -> Result<()> {
         println!(
             "{level} BundleDeployments ({} new, {} objects): installed {:.1?} after the first new one was created",
             level - created,
-            level * 10,
+            level * objects_each,
             started.elapsed()
         );
         created = level;
@@ -223,6 +272,9 @@ async fn run(ctx: &TestContext) -> Result<()> {
         );
     }
 
+    if real {
+        return finish(ctx, &bds, &prefix, created, pid, provisioner).await;
+    }
     // The rest of the cluster grows; the provisioner's memory should not.
     let started = Instant::now();
     let unrelated: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
@@ -250,6 +302,18 @@ async fn run(ctx: &TestContext) -> Result<()> {
         &idle(pid, &admin_url).await?,
     );
 
+    finish(ctx, &bds, &prefix, created, pid, provisioner).await
+}
+
+/// Deletes every BundleDeployment, timing until all are gone, and says the run's peak memory.
+async fn finish(
+    ctx: &TestContext,
+    bds: &Api<BundleDeployment>,
+    prefix: &str,
+    created: usize,
+    pid: u32,
+    provisioner: olm_e2e::manager::Provisioner,
+) -> Result<()> {
     let started = Instant::now();
     each(0..created, 16, |i| {
         let (bds, prefix) = (&bds, &prefix);
@@ -260,14 +324,12 @@ async fn run(ctx: &TestContext) -> Result<()> {
         }
     })
     .await?;
-    until_ours(
-        &bds,
-        &prefix,
-        "every BundleDeployment uninstalled",
-        |ours| ours.is_empty(),
-    )
+    until_ours(bds, prefix, "every BundleDeployment uninstalled", |ours| {
+        ours.is_empty()
+    })
     .await?;
-    let remaining = unrelated
+    let left: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let remaining = left
         .list_metadata(&kube::api::ListParams::default().labels("core.rukpak.io/owner-kind"))
         .await
         .context("listing what is left")?

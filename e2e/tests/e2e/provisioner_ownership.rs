@@ -248,8 +248,45 @@ async fn a_namespace_holding_a_users_objects_is_kept_and_taken_back_on_reinstall
     let live = namespaces.get(&install).await.unwrap();
     assert_eq!(live.labels().get(OWNER_NAME), Some(&owner.name));
     assert_eq!(live.annotations().get(KEPT), None);
-    assert!(live.owner_references().iter().any(|r| r.uid == owner.uid));
+    assert!(live.owner_references().is_empty());
     assert!(secrets.get_opt("license").await.unwrap().is_some());
+
+    // An upgrade that no longer makes the namespace but still puts objects in it keeps it
+    // (deleting it would delete what the upgrade just applied).
+    let only_settings = Tree::new().file(
+        "manifests/cm.yaml",
+        yaml(
+            &ctx,
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "settings", "namespace": install}, "data": {"a": "2"}}),
+        ),
+    );
+    let synced = applier
+        .sync(&owner, plain::objects(&only_settings).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(synced.kept.len(), 1, "{:?}", synced.kept);
+    assert!(
+        synced.kept[0]
+            .why
+            .contains("the new version puts objects in it"),
+        "{}",
+        synced.kept[0].why
+    );
+    let settings = Api::<ConfigMap>::namespaced(ctx.client.clone(), &install)
+        .get("settings")
+        .await
+        .unwrap();
+    assert_eq!(settings.data.unwrap()["a"], "2");
+    assert!(
+        namespaces
+            .get(&install)
+            .await
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_none()
+    );
     applier.remove_all(&owner).await.unwrap();
     ctx.cleanup().await.unwrap();
 }

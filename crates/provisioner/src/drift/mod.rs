@@ -1,4 +1,5 @@
-//! Drift: a metadata-only watch per applied group-kind, of our objects only (selected by the
+//! Drift: a metadata-only watch per applied group-kind (per allowed namespace with namespaced
+//! RBAC), while some installed set holds that kind, of our objects only (selected by the
 //! owner label on the server, so the provisioner's memory grows with what it applied, not with
 //! the cluster), tells a BundleDeployment to reconcile when one of its objects changes or goes.
 //! The reconcile then re-applies exactly the objects that moved, and writes nothing when none
@@ -108,8 +109,12 @@ impl Drift {
     /// BundleDeployment applying them went, or dropped them), so watches do not pile up over
     /// the provisioner's life.
     pub fn stop_unused(&self) {
-        let in_use = self.state().group_kinds();
+        // The watches first, then the state (the order `watch` keeps too): what is in use is
+        // read while no watch can start, and a watch is cancelled and forgotten under the state
+        // lock, under which its task checks for cancellation before it writes.
         let mut watched = self.watched.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.state();
+        let in_use = state.group_kinds();
         let unused: Vec<GroupKind> = watched
             .keys()
             .filter(|gk| !in_use.contains(*gk))
@@ -119,9 +124,10 @@ impl Drift {
             if let Some(stop) = watched.remove(&group_kind) {
                 stop.cancel();
             }
-            self.state().unwatched(&group_kind);
+            state.unwatched(&group_kind);
             tracing::debug!(group = %group_kind.0, kind = %group_kind.1, "a drift watch stopped: nothing applied of its kind");
         }
+        drop(state);
         self.count(watched.len());
     }
 
@@ -167,7 +173,11 @@ async fn run(
             event = events.next() => event,
         };
         let Some(event) = event else { return };
-        let lock = || state.lock().unwrap_or_else(PoisonError::into_inner);
+        // A stopped watch writes nothing more (see `Drift::stop_unused`).
+        let lock = || {
+            let guard = state.lock().unwrap_or_else(PoisonError::into_inner);
+            (!shutdown.is_cancelled()).then_some(guard)
+        };
         let affected: BTreeSet<String> = match event {
             Ok(watcher::Event::Init) => {
                 listing.clear();
@@ -177,21 +187,26 @@ async fn run(
                 listing.push(seen_of(&group_kind, &o));
                 BTreeSet::new()
             }
-            Ok(watcher::Event::InitDone) => lock().relisted(
-                group_kind.clone(),
-                Part {
-                    namespace: scope.clone(),
-                    of: parts,
-                },
-                std::mem::take(&mut listing),
-            ),
+            Ok(watcher::Event::InitDone) => {
+                let Some(mut state) = lock() else { return };
+                state.relisted(
+                    group_kind.clone(),
+                    Part {
+                        namespace: scope.clone(),
+                        of: parts,
+                    },
+                    std::mem::take(&mut listing),
+                )
+            }
             Ok(watcher::Event::Apply(o)) => {
                 let (key, seen) = seen_of(&group_kind, &o);
-                lock().seen(key, seen).into_iter().collect()
+                let Some(mut state) = lock() else { return };
+                state.seen(key, seen).into_iter().collect()
             }
             Ok(watcher::Event::Delete(o)) => {
                 let (key, _) = seen_of(&group_kind, &o);
-                lock().gone(&key).into_iter().collect()
+                let Some(mut state) = lock() else { return };
+                state.gone(&key).into_iter().collect()
             }
             Err(error) => {
                 tracing::warn!(group = %group_kind.0, kind = %group_kind.1, %error, "a drift watch failed; it starts again");

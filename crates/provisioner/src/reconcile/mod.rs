@@ -419,9 +419,21 @@ async fn restore(
     if drifted.is_empty() {
         return Attempt::Applied;
     }
-    let moved = objects
+    let moved: Vec<&Stored> = objects
         .iter()
         .filter(|o| drifted.contains(&o.key) || drifted.contains(&ctx.applier.placed_key(&o.key)))
+        .collect();
+    // Parsed within a share of the unpack budget, as every bundle read.
+    let _share = match ctx
+        .fetcher
+        .parse_share(moved.iter().map(|o| o.bytes()).sum())
+        .await
+    {
+        Ok(share) => share,
+        Err(e) => return Attempt::UnpackFailed(e.to_string()),
+    };
+    let moved = moved
+        .into_iter()
         .map(Stored::object)
         .collect::<Result<Vec<Object>, _>>();
     let moved = match moved {
