@@ -110,6 +110,8 @@ impl Line<'_> {
 #[derive(Debug, Clone, Copy)]
 struct Lines<'a> {
     text: &'a str,
+    /// Where the current line starts (the text's length at the end).
+    start: usize,
     /// Where the line after the current one starts.
     next: usize,
     /// The current line; `None` at the end.
@@ -120,6 +122,7 @@ impl<'a> Lines<'a> {
     fn new(text: &'a str) -> Lines<'a> {
         let mut lines = Lines {
             text,
+            start: 0,
             next: 0,
             current: None,
         };
@@ -129,7 +132,8 @@ impl<'a> Lines<'a> {
 
     /// Reads the line starting at `self.next`, numbered `number`.
     fn read(&mut self, number: usize) {
-        let start = self.next;
+        let start = self.next.min(self.text.len());
+        self.start = start;
         if start >= self.text.len() {
             self.current = None;
             return;
@@ -175,9 +179,10 @@ impl<'a> Lines<'a> {
         1 + run
     }
 
-    /// Whether this cursor is further on than `other` (of the same text).
+    /// Whether this cursor is further on than `other` (of the same text); at the end is further
+    /// on than any line.
     fn is_past(&self, other: &Lines<'_>) -> bool {
-        self.next > other.next
+        self.start > other.start
     }
 }
 
@@ -1166,6 +1171,9 @@ mod tests {
             assert!(fast(&text).is_none(), "{text:?}");
             assert!(saphyr_result(&text).is_err(), "{text:?}");
         }
+        // Found by the fuzz target yaml_json: a `|+` scalar of empty lines at the end of the
+        // file, which the fast path read as empty (saphyr keeps the line break).
+        assert!(fast("/3/3:\n- |+\n\n").is_none());
         let within = format!("{}: v\n", "k".repeat(900));
         assert_eq!(fast(&within), Some(saphyr(&within)));
     }
