@@ -341,14 +341,16 @@ fn a_supervisor_killed_outright_during_its_start_leaves_nothing() {
     let dir = run_dir("killed-supervisor");
     let before = host_state();
     let mut child = spawn_child("start", &dir, &[]);
-    wait_until("the node's cgroups exist", 300, || {
-        node_link(&dir).is_some_and(|link| {
-            std::fs::read_dir("/sys/fs/cgroup")
-                .into_iter()
-                .flatten()
-                .flatten()
-                .any(|h| h.path().join(&link).exists())
-        })
+    // Half way: the node's cgroups exist and etcd has started (its log is what is kept).
+    wait_until("the node's cgroups exist and etcd runs", 300, || {
+        dir.join("logs/etcd.log").exists()
+            && node_link(&dir).is_some_and(|link| {
+                std::fs::read_dir("/sys/fs/cgroup")
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .any(|h| h.path().join(&link).exists())
+            })
     });
     let pid = supervisor_pid(&dir).expect("the supervisor is not running");
     let killed = Command::new("kill").args(["-KILL", &pid]).status().unwrap();
