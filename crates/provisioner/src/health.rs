@@ -21,6 +21,28 @@ pub fn watched(key: &Key) -> bool {
     )
 }
 
+/// One object's verdict: `Err` says why it is not healthy.
+pub type Verdict = Result<(), String>;
+
+/// A verdict as read at an object's resourceVersion.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Read {
+    /// The resourceVersion the object was read at.
+    pub version: String,
+    /// What it said then.
+    pub verdict: Verdict,
+}
+
+/// The verdict read before, when the object is still at the version it was read at as the
+/// drift watches see it (`live`); `None`: read it again. A verdict is a function of the object
+/// alone, so an object that has not changed has not changed its health; one that changes
+/// moves its version, which the watch reports, and its BundleDeployment is looked at again. A
+/// resync of a set that did not move then reads nothing (a real operator's CRDs are a megabyte).
+pub fn reuse(read: Option<&Read>, live: Option<&str>) -> Option<Verdict> {
+    let read = read?;
+    (live? == read.version).then(|| read.verdict.clone())
+}
+
 /// What the objects say, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Health {
@@ -38,23 +60,23 @@ pub enum Health {
     },
 }
 
-/// The health of `objects` (each looked-at key with the object the cluster holds, `None` if
-/// it is gone).
-pub fn of(objects: &[(Key, Option<Value>)]) -> Health {
-    for (key, object) in objects {
-        let verdict = match object {
-            None => Err("not found".to_owned()),
-            Some(object) => of_object(key, object),
-        };
+/// The health of the looked-at objects, from their verdicts in order: the first that is not
+/// healthy names itself.
+pub fn of(verdicts: Vec<(Key, Verdict)>) -> Health {
+    let count = verdicts.len();
+    for (key, verdict) in verdicts {
         if let Err(message) = verdict {
-            return Health::Unhealthy {
-                key: key.clone(),
-                message,
-            };
+            return Health::Unhealthy { key, message };
         }
     }
-    Health::Healthy {
-        count: objects.len(),
+    Health::Healthy { count }
+}
+
+/// The verdict of an object as the cluster holds it (`None`: it is gone).
+pub fn of_held(key: &Key, object: Option<&Value>) -> Verdict {
+    match object {
+        None => Err("not found".to_owned()),
+        Some(object) => of_object(key, object),
     }
 }
 

@@ -171,6 +171,11 @@ impl State {
         self.synced.remove(group_kind);
     }
 
+    /// The resourceVersion a watch last saw `key` at (`None`: not seen, or gone).
+    pub fn live_version(&self, key: &Key) -> Option<&str> {
+        self.live.get(key).map(|s| s.version.as_str())
+    }
+
     /// How many objects are remembered and seen (for the memory figures).
     pub fn sizes(&self) -> (usize, usize) {
         (

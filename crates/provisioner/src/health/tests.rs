@@ -100,16 +100,40 @@ fn the_first_unhealthy_object_is_named_and_a_missing_one_counts() {
     let d = key("apps", "Deployment");
     let c = key("apiextensions.k8s.io", "CustomResourceDefinition");
     let good_crd = json!({"status": {"conditions": [{"type": "Established", "status": "True"}]}});
+    let held = |objects: &[(Key, Option<Value>)]| {
+        of(objects
+            .iter()
+            .map(|(k, o)| (k.clone(), of_held(k, o.as_ref())))
+            .collect())
+    };
     assert_eq!(
-        of(&[(c.clone(), Some(good_crd.clone()))]),
+        held(&[(c.clone(), Some(good_crd.clone()))]),
         Health::Healthy { count: 1 }
     );
     assert_eq!(
-        of(&[(c, Some(good_crd)), (d.clone(), None)]),
+        held(&[(c, Some(good_crd)), (d.clone(), None)]),
         Health::Unhealthy {
             key: d,
             message: "not found".into()
         }
     );
-    assert_eq!(of(&[]), Health::Healthy { count: 0 });
+    assert_eq!(held(&[]), Health::Healthy { count: 0 });
+}
+
+#[test]
+fn a_verdict_is_reused_only_while_the_watch_sees_the_version_it_was_read_at() {
+    let read = Read {
+        version: "7".into(),
+        verdict: Err("Established is False".into()),
+    };
+    assert_eq!(
+        reuse(Some(&read), Some("7")),
+        Some(Err("Established is False".into()))
+    );
+    // It changed since: read it again.
+    assert_eq!(reuse(Some(&read), Some("8")), None);
+    // Gone, or not seen by a watch (not listed yet, or lost): read it.
+    assert_eq!(reuse(Some(&read), None), None);
+    // Never read.
+    assert_eq!(reuse(None, Some("7")), None);
 }

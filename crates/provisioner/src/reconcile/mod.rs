@@ -19,7 +19,7 @@ use crate::crd_safety::preflight::PreflightError;
 use crate::drift::Drift;
 use crate::fetch::Fetcher;
 use crate::format::{plain, registry};
-use crate::health::Health;
+use crate::health::{Health, Read};
 use crate::kinds::Allowed;
 use crate::marks::Owner;
 use crate::metrics::ProvisionerMetrics;
@@ -62,6 +62,8 @@ pub struct Context {
     pub resync: Duration,
     /// The applied objects whose health each BundleDeployment's `Healthy` tells.
     pub health_targets: Mutex<HashMap<String, Vec<Applied>>>,
+    /// What each looked-at object said, at the version it was read at, per BundleDeployment.
+    pub health_reads: Mutex<HashMap<String, HashMap<Key, Read>>>,
 }
 
 impl Context {
@@ -86,6 +88,7 @@ impl Context {
             drift,
             resync: RESYNC,
             health_targets: Mutex::default(),
+            health_reads: Mutex::default(),
         }
     }
 
@@ -93,6 +96,24 @@ impl Context {
     pub fn resync_every(mut self, every: Duration) -> Context {
         self.resync = every;
         self
+    }
+
+    /// Forgets what `bd`'s objects (those in `keys`, or all) said when their health was read.
+    fn forget_health_reads(&self, bd: &str, keys: Option<&[Key]>) {
+        let mut reads = self
+            .health_reads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match keys {
+            None => {
+                reads.remove(bd);
+            }
+            Some(keys) => {
+                if let Some(reads) = reads.get_mut(bd) {
+                    reads.retain(|k, _| !keys.contains(k));
+                }
+            }
+        }
     }
 
     /// What is held of `bd`'s template `bundle`.
@@ -166,6 +187,10 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .remove(&name);
+            ctx.health_reads
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&name);
             let _ = ctx.metrics.managed_objects.remove_label_values(&[&name]);
             ctx.drift.state().forget(&name);
             ctx.drift.stop_unused();
@@ -227,8 +252,9 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
     }
 }
 
-/// The health of what `bd` has applied, each looked-at object read from the API server (one
-/// that cannot be read counts as unhealthy, saying why).
+/// The health of what `bd` has applied: each looked-at object read from the API server
+/// unless the drift watches see it still at the version it was last read at (one that cannot
+/// be read counts as unhealthy, saying why).
 async fn health(ctx: &Context, bd: &str) -> Health {
     let targets = ctx
         .health_targets
@@ -237,18 +263,49 @@ async fn health(ctx: &Context, bd: &str) -> Health {
         .get(bd)
         .cloned()
         .unwrap_or_default();
-    let mut seen = Vec::with_capacity(targets.len());
+    let before = ctx
+        .health_reads
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .remove(bd)
+        .unwrap_or_default();
+    let mut reads = HashMap::with_capacity(targets.len());
+    let mut verdicts = Vec::with_capacity(targets.len());
     for target in targets {
+        let live = ctx
+            .drift
+            .state()
+            .live_version(&target.key)
+            .map(str::to_owned);
+        let earlier = before.get(&target.key);
+        if let Some(verdict) = crate::health::reuse(earlier, live.as_deref()) {
+            if let Some(read) = earlier {
+                reads.insert(target.key.clone(), read.clone());
+            }
+            verdicts.push((target.key, verdict));
+            continue;
+        }
         let api: Api<kube::api::DynamicObject> = match &target.key.namespace {
             // Placed: cluster-scoped objects have no namespace.
             Some(ns) => Api::namespaced_with(ctx.client.clone(), ns, &target.resource),
             None => Api::all_with(ctx.client.clone(), &target.resource),
         };
         match api.get_opt(&target.key.name).await {
-            Ok(object) => seen.push((
-                target.key,
-                object.and_then(|o| serde_json::to_value(o).ok()),
-            )),
+            Ok(object) => {
+                let version = object.as_ref().and_then(|o| o.resource_version());
+                let value = object.and_then(|o| serde_json::to_value(o).ok());
+                let verdict = crate::health::of_held(&target.key, value.as_ref());
+                if let Some(version) = version {
+                    reads.insert(
+                        target.key.clone(),
+                        Read {
+                            version,
+                            verdict: verdict.clone(),
+                        },
+                    );
+                }
+                verdicts.push((target.key, verdict));
+            }
             Err(e) => {
                 return Health::Unhealthy {
                     key: target.key,
@@ -257,7 +314,11 @@ async fn health(ctx: &Context, bd: &str) -> Health {
             }
         }
     }
-    crate::health::of(&seen)
+    ctx.health_reads
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(bd.to_owned(), reads);
+    crate::health::of(verdicts)
 }
 
 impl From<ApplyError> for Attempt {
@@ -360,6 +421,8 @@ async fn install(
             Err(e) => return Attempt::ApplyFailed(e.to_string()),
         }
     }
+    // What this sync writes, its watch may not have seen yet: health is read afresh after it.
+    ctx.forget_health_reads(&owner.name, None);
     let timer = ctx.metrics.apply_duration.start_timer();
     let synced = ctx.applier.sync(owner, objects).await;
     timer.observe_duration();
@@ -419,6 +482,7 @@ async fn restore(
     if drifted.is_empty() {
         return Attempt::Applied;
     }
+    ctx.forget_health_reads(&owner.name, Some(drifted));
     let moved: Vec<&Stored> = objects
         .iter()
         .filter(|o| drifted.contains(&o.key) || drifted.contains(&ctx.applier.placed_key(&o.key)))
