@@ -57,6 +57,10 @@ pub const VERSION_PATTERN: &str = r"^(\s*(=||!=|>|<|>=|=>|<=|=<|~|~>|\^)\s*(v?(0
     )
 )]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {"rule": "!has(self.watchNamespace) || !has(self.targetNamespaces)",
+     "message": "watchNamespace and targetNamespaces are both set: name one namespace or a list, not both"},
+]))]
 pub struct OperatorSpec {
     /// Name of the package to install.
     #[schemars(length(max = 48), regex(pattern = r"^[a-z0-9]+(-[a-z0-9]+)*$"))]
@@ -77,6 +81,30 @@ pub struct OperatorSpec {
     /// Which Catalogs to consider, by label; all when empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub catalog_selector: Option<LabelSelector>,
+    /// The namespace a registry+v1 operator is installed in (ClusterExtension's
+    /// `spec.namespace`); it must exist. Unset: the bundle's suggested namespace, else
+    /// `<package>-system`, which the provisioner makes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 63), regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"))]
+    pub namespace: Option<String>,
+    /// The one namespace the operator watches (upstream v1's `watchNamespace`): the install
+    /// namespace is OwnNamespace, another SingleNamespace, `""` all namespaces. Unset: all
+    /// namespaces when the bundle supports it, else its install namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(max = 63),
+        regex(pattern = r"^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    )]
+    pub watch_namespace: Option<String>,
+    /// The namespaces the operator watches, for MultiNamespace (OLM v0's OperatorGroup
+    /// `targetNamespaces`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(min = 1, max = 256),
+        inner(length(max = 63), regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")),
+        extend("x-kubernetes-list-type" = "set")
+    )]
+    pub target_namespaces: Option<Vec<String>>,
 }
 
 /// How upgrades of an installed bundle are constrained.

@@ -108,6 +108,9 @@ fn operators() -> Vec<Arc<Operator>> {
                     channel: None,
                     upgrade_constraint_policy: UpgradeConstraintPolicy::Enforce,
                     catalog_selector: None,
+                    namespace: None,
+                    watch_namespace: None,
+                    target_namespaces: None,
                 },
             );
             op.metadata.uid = Some(format!("uid-{i}"));

@@ -64,10 +64,28 @@ pub fn desired(op: &Operator, bundle: &Resolved) -> Result<BundleDeployment, Str
                     },
                 },
             },
-            config: None,
+            config: config_of(op),
         },
         status: None,
     })
+}
+
+/// What `op` asks of the install, as the provisioner's `spec.config` says it (`namespace`,
+/// `watchNamespace`, `targetNamespaces`); `None` when it asks nothing, so that a
+/// BundleDeployment written before these fields existed is unchanged.
+pub fn config_of(op: &Operator) -> Option<serde_json::Map<String, serde_json::Value>> {
+    let spec = &op.spec;
+    let mut config = serde_json::Map::new();
+    if let Some(ns) = &spec.namespace {
+        config.insert("namespace".into(), ns.clone().into());
+    }
+    if let Some(watch) = &spec.watch_namespace {
+        config.insert("watchNamespace".into(), watch.clone().into());
+    }
+    if let Some(targets) = &spec.target_namespaces {
+        config.insert("targetNamespaces".into(), targets.clone().into());
+    }
+    (!config.is_empty()).then_some(config)
 }
 
 /// A label value: at most 63 characters of `[A-Za-z0-9._-]`, starting and ending with an
@@ -143,6 +161,9 @@ mod tests {
                 channel: None,
                 upgrade_constraint_policy: UpgradeConstraintPolicy::Enforce,
                 catalog_selector: None,
+                namespace: None,
+                watch_namespace: None,
+                target_namespaces: None,
             },
         );
         op.metadata.uid = Some("uid-1".into());
@@ -193,6 +214,28 @@ mod tests {
         assert_eq!(bd.owner_references()[0].block_owner_deletion, Some(true));
         let source = bd.spec.template.spec.source.image.as_ref().unwrap();
         assert_eq!(source.r#ref, "quay.io/x/foo:1");
+    }
+
+    #[test]
+    fn where_the_operator_installs_and_watches_is_carried_in_the_config() {
+        let plain = desired(&operator(), &resolved(None)).unwrap();
+        assert_eq!(plain.spec.config, None, "nothing asked, nothing written");
+        let mut op = operator();
+        op.spec.namespace = Some("ops".into());
+        op.spec.target_namespaces = Some(vec!["a".into(), "b".into()]);
+        let bd = desired(&op, &resolved(None)).unwrap();
+        assert_eq!(
+            serde_json::Value::Object(bd.spec.config.clone().unwrap()),
+            serde_json::json!({"namespace": "ops", "targetNamespaces": ["a", "b"]})
+        );
+        assert!(!up_to_date(&plain, &bd), "a changed config is written");
+        op.spec.target_namespaces = None;
+        op.spec.watch_namespace = Some(String::new());
+        let all = desired(&op, &resolved(None)).unwrap();
+        assert_eq!(
+            all.spec.config.unwrap().get("watchNamespace"),
+            Some(&serde_json::json!(""))
+        );
     }
 
     #[test]

@@ -304,6 +304,9 @@ mod tests {
                     match_labels: Some(BTreeMap::from([("tier".to_owned(), t.to_owned())])),
                     match_expressions: None,
                 }),
+                namespace: None,
+                watch_namespace: None,
+                target_namespaces: None,
             },
         ))
     }

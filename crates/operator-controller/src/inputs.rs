@@ -216,6 +216,9 @@ mod tests {
                 channel: Some("".into()),
                 upgrade_constraint_policy: UpgradeConstraintPolicy::Ignore,
                 catalog_selector: Some(KubeSelector::default()),
+                namespace: None,
+                watch_namespace: None,
+                target_namespaces: None,
             },
         );
         let r = request_of(&op);

@@ -25,6 +25,9 @@ fn operator(generation: i64) -> Operator {
             channel: None,
             upgrade_constraint_policy: UpgradeConstraintPolicy::Enforce,
             catalog_selector: None,
+            namespace: None,
+            watch_namespace: None,
+            target_namespaces: None,
         },
     );
     op.metadata.uid = Some("uid-op".into());

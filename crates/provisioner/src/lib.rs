@@ -20,6 +20,7 @@
 //! * [`namespaces`]: the namespaces bundles may use (never the managers').
 //! * [`namespace_move`]: an upgrade that would move the install namespace (refused).
 //! * [`held`]: what a Namespace holds that a BundleDeployment did not apply (why it is kept).
+//! * [`settings`]: what a BundleDeployment's `spec.config` asks of an install (namespaces).
 //! * [`source`]: what a template asks to fetch and in which format (refusals before any fetch),
 //!   and the `configMaps` source's files.
 //! * [`status`]: the conditions after a reconcile (`Unpacked`, `HasValidBundle`, `Installed`,
@@ -54,6 +55,7 @@ pub mod plan;
 pub mod prune;
 pub mod reconcile;
 pub mod set;
+pub mod settings;
 pub mod source;
 pub mod status;
 pub mod template;

@@ -6,6 +6,7 @@
 
 use olm_api::bundle_deployment::{BundleDeployment, PLAIN_PROVISIONER};
 
+use crate::settings::{self, Settings};
 use crate::source::{self, Format, Refusal, Wanted};
 use crate::status::Installed;
 use crate::template;
@@ -40,6 +41,8 @@ pub enum Plan {
         source: Wanted,
         /// Its hash and bundle name.
         wanted: Installed,
+        /// What `spec.config` asks of the install.
+        settings: Settings,
     },
 }
 
@@ -70,20 +73,29 @@ pub fn plan(bd: &BundleDeployment) -> Plan {
     }
     let wanted = wanted_of(bd);
     let template = &bd.spec.template.spec;
-    let checked = source::format_of(template).and_then(|f| Ok((f, source::wanted(template)?)));
+    let checked = source::format_of(template).and_then(|format| {
+        let settings = settings::of(bd.spec.config.as_ref(), format)?;
+        Ok((format, source::wanted(template)?, settings))
+    });
     match checked {
-        Ok((format, source)) => Plan::Install {
+        Ok((format, source, settings)) => Plan::Install {
             format,
             source,
             wanted,
+            settings,
         },
         Err(refusal) => Plan::Refuse { refusal, wanted },
     }
 }
 
-/// The bundle name of `bd`'s template.
+/// The bundle name of `bd`'s template and, when it has one, its `spec.config`: a change of
+/// either is a new install (a BundleDeployment without a config keeps the name it had).
 pub fn wanted_of(bd: &BundleDeployment) -> Installed {
-    let value = serde_json::to_value(&bd.spec.template).unwrap_or_default();
+    let template = serde_json::to_value(&bd.spec.template).unwrap_or_default();
+    let value = match bd.spec.config.as_ref().filter(|c| !c.is_empty()) {
+        Some(config) => serde_json::json!({"template": template, "config": config}),
+        None => template,
+    };
     let name = bd.metadata.name.as_deref().unwrap_or_default();
     Installed {
         bundle: template::bundle_name(name, &template::hash(&value)),
@@ -176,11 +188,13 @@ mod tests {
             format,
             source,
             wanted,
+            settings,
         } = plan(&b)
         else {
             unreachable!("{:?}", plan(&b));
         };
         assert_eq!(format, Format::Plain);
+        assert_eq!(settings, Settings::default());
         assert_eq!(
             source,
             Wanted::Image {
@@ -190,6 +204,38 @@ mod tests {
         );
         assert_eq!(wanted, wanted_of(&b));
         assert!(wanted.bundle.starts_with("shop-"));
+    }
+
+    #[test]
+    fn the_config_is_part_of_what_is_installed_and_is_checked_before_any_fetch() {
+        let b = bd(
+            PLAIN_PROVISIONER,
+            olm_api::bundle_deployment::REGISTRY_PROVISIONER,
+            "image",
+        );
+        let before = wanted_of(&b);
+        // An empty config is no config: a BundleDeployment keeps the name it had.
+        let mut empty = b.clone();
+        empty.spec.config = Some(serde_json::Map::new());
+        assert_eq!(wanted_of(&empty), before);
+        let mut single = b.clone();
+        let config = serde_json::json!({"watchNamespace": "team-a"});
+        single.spec.config = config.as_object().cloned();
+        assert_ne!(
+            wanted_of(&single),
+            before,
+            "another install mode is another install"
+        );
+        let Plan::Install { settings, .. } = plan(&single) else {
+            unreachable!("{:?}", plan(&single));
+        };
+        assert_eq!(settings.watch, Some(vec!["team-a".to_owned()]));
+        let mut bad = b;
+        let config = serde_json::json!({"watchNamespace": "Team A"});
+        bad.spec.config = config.as_object().cloned();
+        assert!(
+            matches!(plan(&bad), Plan::Refuse { refusal, .. } if refusal.reason == settings::INVALID_CONFIGURATION)
+        );
     }
 
     #[test]

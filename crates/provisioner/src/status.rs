@@ -45,6 +45,9 @@ pub mod reasons {
     pub const CONFLICT: &str = "Conflict";
     /// A CRD of the bundle exists, and its new version could lose or reject existing data.
     pub const CRD_UPGRADE_UNSAFE: &str = "CRDUpgradeUnsafe";
+    /// The namespaces asked make an install mode the bundle does not support (or none can be
+    /// defaulted to).
+    pub const UNSUPPORTED_INSTALL_MODE: &str = "UnsupportedInstallMode";
     /// An upgrade would move the install namespace, and the admin did not allow it.
     pub const NAMESPACE_CHANGE_REFUSED: &str = "InstallNamespaceChangeRefused";
     /// Waiting for the content.
@@ -96,6 +99,8 @@ pub enum Attempt {
     UnsafeCrdUpgrade(String),
     /// The upgrade would move the install namespace (the message says from where to where).
     NamespaceMove(String),
+    /// The install mode asked is not one the bundle supports (the message names both).
+    InstallMode(String),
     /// Applying an object failed (the message names it and quotes the API server).
     ApplyFailed(String),
     /// Every object applied, and what the old set had beyond it was removed.
@@ -112,6 +117,7 @@ impl Attempt {
             Attempt::Conflicts(_) => reasons::CONFLICT,
             Attempt::UnsafeCrdUpgrade(_) => reasons::CRD_UPGRADE_UNSAFE,
             Attempt::NamespaceMove(_) => reasons::NAMESPACE_CHANGE_REFUSED,
+            Attempt::InstallMode(_) => reasons::UNSUPPORTED_INSTALL_MODE,
             Attempt::ApplyFailed(_) => reasons::APPLY_FAILED,
             Attempt::Applied => reasons::INSTALLATION_SUCCEEDED,
         }
@@ -202,6 +208,7 @@ pub fn verdict(
         Attempt::Conflicts(_)
         | Attempt::UnsafeCrdUpgrade(_)
         | Attempt::NamespaceMove(_)
+        | Attempt::InstallMode(_)
         | Attempt::ApplyFailed(_)
         | Attempt::Applied => (
             unpacked(),
@@ -250,6 +257,15 @@ pub fn verdict(
                 types::INSTALLED,
                 "False",
                 reasons::NAMESPACE_CHANGE_REFUSED,
+                text,
+            );
+        }
+        Attempt::InstallMode(message) => {
+            let (_, text) = failed(message);
+            set(
+                types::INSTALLED,
+                "False",
+                reasons::UNSUPPORTED_INSTALL_MODE,
                 text,
             );
         }

@@ -1,9 +1,11 @@
 //! Golden: argocd-operator v0.6.0, a real registry+v1 bundle, converts to the objects
-//! operator-controller renders for it in AllNamespaces mode (its regression test data, copied
-//! into tests/data/registry-v1 with its source named there): the same ClusterRoles and
-//! ClusterRoleBindings under the same names with the same rules, the same ServiceAccount,
-//! Deployment, Service, ConfigMap and CRDs. Ours adds the install Namespace (a
-//! BundleDeployment names none; rukpak v0.16 made it too).
+//! operator-controller renders for it in AllNamespaces, OwnNamespace and SingleNamespace modes
+//! (its regression test data, copied into tests/data/registry-v1 with its source named there):
+//! the same ClusterRoles, Roles and bindings under the same names with the same rules, the same
+//! ServiceAccount, Deployment (`olm.targetNamespaces` saying the mode), Service, ConfigMap and
+//! CRDs. Given the install namespace, as upstream is, ours makes no Namespace; without one it
+//! makes `<package>-system`. For a single namespace ours adds, as OLM v0 does, the Role in the
+//! install namespace.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
@@ -12,6 +14,7 @@ use std::path::Path;
 
 use provisioner::bundle::Tree;
 use provisioner::format::registry;
+use provisioner::settings::Settings;
 use serde_json::Value;
 
 const BUNDLE: &str = "tests/data/registry-v1/argocd-operator.v0.6.0";
@@ -46,35 +49,49 @@ fn yaml(path: &Path) -> Vec<Value> {
     docs.into_iter().filter(|d| !d.is_null()).collect()
 }
 
+/// `Kind name`, or `Kind namespace/name`.
 fn id(v: &Value) -> String {
-    format!(
-        "{} {}",
-        v["kind"].as_str().unwrap(),
-        v["metadata"]["name"].as_str().unwrap()
-    )
+    let name = v["metadata"]["name"].as_str().unwrap();
+    match v["metadata"]["namespace"].as_str() {
+        Some(ns) => format!("{} {ns}/{name}", v["kind"].as_str().unwrap()),
+        None => format!("{} {name}", v["kind"].as_str().unwrap()),
+    }
 }
 
-#[test]
-fn argocd_converts_as_upstream_renders_it_for_all_namespaces() {
+/// Our objects, by kind and name (namespaced ones with their namespace).
+fn ours(settings: &Settings) -> BTreeMap<String, Value> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(BUNDLE);
-    // Upstream's regression test renders it into `argocd-system`.
-    let ours: BTreeMap<String, Value> = registry::objects_in(&tree(&dir), Some("argocd-system"))
+    registry::objects_for(&tree(&dir), settings)
         .unwrap()
         .into_iter()
         .map(|o| {
             let v = normal(Value::Object(o.manifest));
             (id(&v), v)
         })
-        .collect();
+        .collect()
+}
 
+/// Upstream's rendering: the files of `folder`, those it shares with the all-namespaces
+/// rendering (`shared`), and the bundle's CRDs (upstream's expected CRDs are the bundle's,
+/// unchanged).
+fn upstream(folder: &str, shared: &[&str]) -> BTreeMap<String, Value> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(BUNDLE);
     let mut expected: BTreeMap<String, Value> = BTreeMap::new();
-    for entry in std::fs::read_dir(dir.join("expected-all-namespaces")).unwrap() {
-        for doc in yaml(&entry.unwrap().path()) {
+    let mut files: Vec<_> = std::fs::read_dir(dir.join(folder))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.extend(
+        shared
+            .iter()
+            .map(|f| dir.join("expected-all-namespaces").join(f)),
+    );
+    for path in files {
+        for doc in yaml(&path) {
             let v = normal(doc);
             expected.insert(id(&v), v);
         }
     }
-    // Upstream's expected CRDs are the bundle's, unchanged.
     for entry in std::fs::read_dir(dir.join("manifests")).unwrap() {
         for doc in yaml(&entry.unwrap().path()) {
             if doc["kind"] == "CustomResourceDefinition" {
@@ -83,17 +100,44 @@ fn argocd_converts_as_upstream_renders_it_for_all_namespaces() {
             }
         }
     }
-    expected.insert(
-        "Namespace argocd-system".into(),
-        serde_json::json!({"apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": "argocd-system"}}),
-    );
+    expected
+}
 
+fn same(ours: &BTreeMap<String, Value>, expected: &BTreeMap<String, Value>) {
     let names = |m: &BTreeMap<String, Value>| m.keys().cloned().collect::<Vec<_>>();
-    assert_eq!(names(&ours), names(&expected));
-    for (key, want) in &expected {
+    assert_eq!(names(ours), names(expected));
+    for (key, want) in expected {
         assert_eq!(&ours[key], want, "{key} differs from upstream's rendering");
     }
+}
+
+/// What upstream's renderer is given: the install namespace `argocd-system` (which it does
+/// not make), and the namespaces watched.
+fn asked(watch: Option<&str>) -> Settings {
+    Settings {
+        namespace: Some("argocd-system".into()),
+        watch: watch.map(|w| vec![w.to_owned()]),
+    }
+}
+
+/// upstream's files of the OwnNamespace and SingleNamespace renderings that are the same as
+/// the all-namespaces rendering's: the metrics-reader ClusterRole, the clusterPermissions
+/// ClusterRole and its binding, the ConfigMap, the Service and the ServiceAccount.
+const SHARED: [&str; 6] = [
+    "00_clusterrole_argocd-operator-metrics-reader.yaml",
+    "01_clusterrole_argocd-operator.v0-1dhiybrldl1gyksid1dk2dqjsc72psdybc7iyvse5gpx.yaml",
+    "03_clusterrolebinding_argocd-operator.v0-1dhiybrldl1gyksid1dk2dqjsc72psdybc7iyvse5gpx.yaml",
+    "05_configmap_argocd-operator-manager-config.yaml",
+    "12_service_argocd-operator-controller-manager-metrics-service.yaml",
+    "13_serviceaccount_argocd-operator-controller-manager.yaml",
+];
+
+const ROLE: &str = "argocd-operator.v0-22gmilmgp91wu25is5i2ec598hni8owq3l71bbkl7iz3";
+
+#[test]
+fn argocd_converts_as_upstream_renders_it_for_all_namespaces() {
+    let ours = ours(&asked(None));
+    same(&ours, &upstream("expected-all-namespaces", &[]));
     // The two ClusterRoles: clusterPermissions as written, permissions promoted with read
     // access to namespaces; their names are upstream's (the same hash of the same rules).
     let promoted =
@@ -103,6 +147,53 @@ fn argocd_converts_as_upstream_renders_it_for_all_namespaces() {
     assert!(
         ours.keys()
             .all(|k| k.len() <= "ClusterRoleBinding ".len() + 63)
+    );
+    // `""` asked is all namespaces too.
+    assert_eq!(ours, self::ours(&asked(Some(""))));
+}
+
+#[test]
+fn argocd_converts_as_upstream_renders_it_for_its_own_namespace() {
+    let ours = ours(&asked(Some("argocd-system")));
+    same(&ours, &upstream("expected-own-namespace", &SHARED));
+    assert!(ours.contains_key(&format!("Role argocd-system/{ROLE}")));
+}
+
+#[test]
+fn argocd_converts_as_upstream_renders_it_for_a_single_namespace_and_as_olm_v0_in_its_own() {
+    let ours = ours(&asked(Some("argocd-watch")));
+    let expected = upstream("expected-single-namespace", &SHARED);
+    // Beyond upstream v1, as OLM v0: the permissions in the install namespace too, where the
+    // operator keeps its leader-election lease and writes its events.
+    let own = upstream("expected-own-namespace", &SHARED);
+    let in_install = |v: &Value| {
+        matches!(v["kind"].as_str(), Some("Role" | "RoleBinding"))
+            && v["metadata"]["namespace"] == "argocd-system"
+    };
+    let (install, watched): (BTreeMap<_, _>, BTreeMap<_, _>) =
+        ours.into_iter().partition(|(_, v)| in_install(v));
+    for kind in ["Role", "RoleBinding"] {
+        let key = format!("{kind} argocd-system/{ROLE}");
+        assert_eq!(install[&key], own[&key], "{key} in the install namespace");
+        assert!(expected.contains_key(&format!("{kind} argocd-watch/{ROLE}")));
+    }
+    assert_eq!(install.len(), 2);
+    same(&watched, &expected);
+}
+
+#[test]
+fn argocd_is_refused_for_several_namespaces_naming_what_it_supports() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(BUNDLE);
+    let settings = Settings {
+        namespace: Some("argocd-system".into()),
+        watch: Some(vec!["team-a".into(), "team-b".into()]),
+    };
+    let refused = registry::objects_for(&tree(&dir), &settings).unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "unsupported install mode: MultiNamespace (watching \"team-a\", \"team-b\") is not \
+         supported by this bundle's ClusterServiceVersion (it supports OwnNamespace, \
+         SingleNamespace, AllNamespaces)"
     );
 }
 

@@ -20,6 +20,9 @@ async fn a_configmap_owned_by_an_operator_is_collected_with_it() {
         channel: None,
         upgrade_constraint_policy: UpgradeConstraintPolicy::Enforce,
         catalog_selector: None,
+        namespace: None,
+        watch_namespace: None,
+        target_namespaces: None,
     };
     let mut op = Operator::new(&ctx.name("owner"), spec);
     op.metadata.labels = Some(ctx.labels());

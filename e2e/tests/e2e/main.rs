@@ -16,6 +16,7 @@ mod provisioner_controller;
 mod provisioner_crd_safety;
 mod provisioner_fetch;
 mod provisioner_health;
+mod provisioner_install_modes;
 mod provisioner_ownership;
 mod provisioner_registry;
 mod provisioner_restart;

@@ -122,12 +122,12 @@ async fn a_real_registry_v1_bundle_installs_and_unsupported_ones_are_refused() {
     let dir = olm_e2e::repo_root().join(ARGOCD);
 
     let argocd = push_bundle(&ctx, "argocd", &bundle_entries(&dir)).await;
-    let own_only = push_bundle(
+    let single_only = push_bundle(
         &ctx,
-        "own-only",
+        "single-only",
         &small_bundle(
-            "e2e-own-only",
-            json!({"installModes": [{"type": "OwnNamespace", "supported": true},
+            "e2e-single-only",
+            json!({"installModes": [{"type": "SingleNamespace", "supported": true},
                                     {"type": "AllNamespaces", "supported": false}]}),
         ),
     )
@@ -143,15 +143,20 @@ async fn a_real_registry_v1_bundle_installs_and_unsupported_ones_are_refused() {
     )
     .await;
     let installed = deploy(&ctx, "argocd", &argocd).await;
+    // (BundleDeployment, package, condition, reason, the message's start)
     let refused = [
         (
-            deploy(&ctx, "own-only", &own_only).await,
-            "e2e-own-only",
-            "convert registry+v1 bundle to plain+v0 bundle: unsupported bundle: bundle does not support AllNamespaces install mode",
+            deploy(&ctx, "single-only", &single_only).await,
+            "e2e-single-only",
+            "Installed",
+            "UnsupportedInstallMode",
+            "no install mode to default to: this bundle's ClusterServiceVersion supports SingleNamespace, neither AllNamespaces nor OwnNamespace",
         ),
         (
             deploy(&ctx, "webhooks", &webhooks).await,
             "e2e-webhooks",
+            "HasValidBundle",
+            "BundleLoadFailed",
             "convert registry+v1 bundle to plain+v0 bundle: unsupported bundle: webhookDefinitions are not supported",
         ),
     ];
@@ -236,16 +241,15 @@ async fn a_real_registry_v1_bundle_installs_and_unsupported_ones_are_refused() {
     expected["olm.operatorNamespace"] = json!(ns);
     assert_eq!(serde_json::to_value(&annotations).unwrap(), expected);
 
-    // The refused ones: upstream's words, and nothing of theirs applied.
-    for (bd, package, words) in refused {
+    // The refused ones: upstream's words where it has them, and nothing of theirs applied.
+    for (bd, package, type_, why, words) in refused {
         let seen = wait_for(&bds, &bd, "refused", WAIT, |bd| {
-            condition(bd, "HasValidBundle").is_some_and(|(s, _, _)| s == "False")
+            condition(bd, type_).is_some_and(|(s, r, _)| s == "False" && r == why)
         })
         .await
         .unwrap();
-        let (_, reason, message) = condition(Some(&seen), "HasValidBundle").unwrap();
-        assert_eq!(reason, "BundleLoadFailed", "{bd}");
-        assert!(message.starts_with(words), "{bd}: {message}");
+        let (_, _, message) = condition(Some(&seen), type_).unwrap();
+        assert!(message.contains(words), "{bd}: {message}");
         let namespace = format!("{package}-system");
         assert!(
             Api::<Namespace>::all(client.clone())

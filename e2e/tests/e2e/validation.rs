@@ -2,6 +2,7 @@
 
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::discovery::pinned_kind;
+use olm_api::Operator;
 use olm_e2e::apply;
 use olm_e2e::context::TestContext;
 use serde_json::json;
@@ -290,6 +291,47 @@ async fn an_operator_with_an_invalid_package_name_is_rejected() {
     let long = "a".repeat(49);
     let msg = rejection(&ctx, operator(&ctx.name("p"), json!({"packageName": long}))).await;
     assert_mentions(&msg, &["spec.packageName", "48"]);
+    ctx.cleanup().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_operator_names_namespaces_it_installs_in_and_watches_or_is_rejected() {
+    let ctx = TestContext::new("op-namespaces").await.unwrap();
+    let msg = rejection(
+        &ctx,
+        operator(
+            &ctx.name("both"),
+            json!({"packageName": "foo", "watchNamespace": "a", "targetNamespaces": ["b"]}),
+        ),
+    )
+    .await;
+    assert_mentions(&msg, &["watchNamespace and targetNamespaces are both set"]);
+    let msg = rejection(
+        &ctx,
+        operator(
+            &ctx.name("bad"),
+            json!({"packageName": "foo", "namespace": "Not_A_Namespace"}),
+        ),
+    )
+    .await;
+    assert_mentions(&msg, &["spec.namespace", "should match"]);
+    let msg = rejection(
+        &ctx,
+        operator(
+            &ctx.name("dup"),
+            json!({"packageName": "foo", "targetNamespaces": ["a", "a"]}),
+        ),
+    )
+    .await;
+    assert_mentions(&msg, &["spec.targetNamespaces", "Duplicate value"]);
+    // "" is all namespaces for watchNamespace, and accepted.
+    let api: Api<Operator> = Api::all(ctx.client.clone());
+    let all: Operator = serde_json::from_value(ctx.labelled(operator(
+        &ctx.name("all"),
+        json!({"packageName": "foo", "namespace": "ops", "watchNamespace": ""}),
+    )))
+    .unwrap();
+    api.create(&PostParams::default(), &all).await.unwrap();
     ctx.cleanup().await.unwrap();
 }
 

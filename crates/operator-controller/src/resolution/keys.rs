@@ -114,6 +114,9 @@ mod tests {
                 channel: None,
                 upgrade_constraint_policy: UpgradeConstraintPolicy::Enforce,
                 catalog_selector: None,
+                namespace: None,
+                watch_namespace: None,
+                target_namespaces: None,
             },
         );
         o.metadata.uid = Some(format!("uid-{name}"));

@@ -18,13 +18,15 @@ use crate::apply::{Applied, Applier, ApplyError};
 use crate::crd_safety::preflight::PreflightError;
 use crate::drift::Drift;
 use crate::fetch::Fetcher;
-use crate::format::{plain, registry};
+use crate::format::plain;
+use crate::format::registry::{self, RegistryError};
 use crate::health::{Health, Read};
 use crate::kinds::Allowed;
 use crate::marks::Owner;
 use crate::metrics::ProvisionerMetrics;
 use crate::object::{Key, Object, Stored};
 use crate::plan::{FINALIZER, Plan, installed_of, plan};
+use crate::settings::Settings;
 use crate::source::{Format, Wanted};
 use crate::status::{Attempt, Installed, reasons};
 
@@ -218,10 +220,10 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
             format,
             source,
             wanted,
+            settings,
         } => {
             let before = installed_of(&bd);
-            let attempt =
-                install(&ctx, &bd, &owner, before.as_ref(), format, &source, &wanted).await;
+            let attempt = install(&ctx, &bd, &owner, format, &source, &wanted, &settings).await;
             let fetched = ctx.held(&name, &wanted.bundle).and_then(|h| h.resolved);
             ctx.metrics
                 .results
@@ -339,13 +341,13 @@ async fn install(
     ctx: &Context,
     bd: &BundleDeployment,
     owner: &Owner,
-    installed: Option<&Installed>,
     format: Format,
     source: &Wanted,
     wanted: &Installed,
+    settings: &Settings,
 ) -> Attempt {
     let held = ctx.held(&owner.name, &wanted.bundle).map(|h| h.objects);
-    let current = installed == Some(wanted);
+    let current = installed_of(bd).as_ref() == Some(wanted);
     if let Some(objects) = held.as_ref().filter(|_| current) {
         let drifted = ctx.drift.state().drifted(&owner.name);
         if let Some(drifted) = drifted {
@@ -380,7 +382,7 @@ async fn install(
                 .and_then(|r| r.image_ref())
                 .filter(|_| current);
             let source = crate::source::pinned(source, recorded);
-            let read = read(ctx, owner, format, &source).await;
+            let read = read(ctx, owner, format, &source, settings).await;
             timer.observe_duration();
             let (objects, resolved, share) = match read {
                 Ok(read) => read,
@@ -541,6 +543,7 @@ async fn read(
     owner: &Owner,
     format: Format,
     source: &Wanted,
+    settings: &Settings,
 ) -> Result<(Vec<Object>, Option<String>, Share), Attempt> {
     let content = ctx
         .fetcher
@@ -553,14 +556,19 @@ async fn read(
         .await
         .map_err(|e| Attempt::UnpackFailed(e.to_string()))?;
     let objects = match format {
-        Format::Plain => plain::objects(&content.tree).map_err(|e| e.to_string()),
-        Format::Registry => registry::objects(&content.tree)
-            .map_err(|e| format!("convert registry+v1 bundle to plain+v0 bundle: {e}")),
-    }
-    .map_err(|message| Attempt::Invalid {
-        reason: reasons::BUNDLE_LOAD_FAILED,
-        message,
-    })?;
+        Format::Plain => plain::objects(&content.tree).map_err(|e| Attempt::Invalid {
+            reason: reasons::BUNDLE_LOAD_FAILED,
+            message: e.to_string(),
+        }),
+        Format::Registry => registry::objects_for(&content.tree, settings).map_err(|e| match e {
+            // A valid bundle, asked for a mode it does not support: said on `Installed`.
+            RegistryError::Mode(m) => Attempt::InstallMode(m.to_string()),
+            e => Attempt::Invalid {
+                reason: reasons::BUNDLE_LOAD_FAILED,
+                message: format!("convert registry+v1 bundle to plain+v0 bundle: {e}"),
+            },
+        }),
+    }?;
     ctx.allowed.check(&objects).map_err(|e| Attempt::Invalid {
         reason: reasons::KIND_NOT_ALLOWED,
         message: e.to_string(),

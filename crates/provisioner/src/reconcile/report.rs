@@ -166,6 +166,11 @@ pub(super) async fn announce(
             reasons::NAMESPACE_CHANGE_REFUSED,
             m.clone(),
         ),
+        (Attempt::InstallMode(m), _) => (
+            EventType::Warning,
+            reasons::UNSUPPORTED_INSTALL_MODE,
+            m.clone(),
+        ),
         (Attempt::ApplyFailed(m), _) => (EventType::Warning, reasons::APPLY_FAILED, m.clone()),
         (Attempt::UnpackFailed(m), _) => (EventType::Warning, reasons::UNPACK_FAILED, m.clone()),
         (Attempt::Invalid { reason, message }, _) => (EventType::Warning, *reason, message.clone()),

@@ -188,6 +188,27 @@ fn conflicts_and_invalid_bundles_have_their_own_reasons() {
 }
 
 #[test]
+fn an_install_mode_the_bundle_does_not_support_is_said_on_installed_for_a_valid_bundle() {
+    let refused = verdict(
+        &[],
+        None,
+        &version(1),
+        &Attempt::InstallMode("unsupported install mode: SingleNamespace …".into()),
+        None,
+        &at(1),
+    );
+    assert_eq!(
+        summary(&refused),
+        [
+            row("Unpacked", "True", "UnpackSuccessful"),
+            row("HasValidBundle", "True", "UnpackSuccessful"),
+            row("Installed", "False", "UnsupportedInstallMode"),
+        ]
+    );
+    assert_eq!(refused.installed, None);
+}
+
+#[test]
 fn failing_to_restore_the_installed_version_is_a_reconcile_failure() {
     let installed = version(1);
     let after = verdict(

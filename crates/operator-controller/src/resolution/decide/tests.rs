@@ -38,6 +38,9 @@ fn op(name: &str) -> Operator {
             channel: None,
             upgrade_constraint_policy: UpgradeConstraintPolicy::Enforce,
             catalog_selector: None,
+            namespace: None,
+            watch_namespace: None,
+            target_namespaces: None,
         },
     )
 }

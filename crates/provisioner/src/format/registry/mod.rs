@@ -1,28 +1,31 @@
 //! registry+v1 (`core-rukpak-io-registry`): the objects OLM makes of a bundle's
-//! ClusterServiceVersion, installed in AllNamespaces mode, as operator-controller renders them
-//! (its `registryv1` generators; rukpak v0.16's conversion before it):
+//! ClusterServiceVersion, as operator-controller renders them (its `registryv1` generators;
+//! rukpak v0.16's conversion before it), in the install mode [`modes`] decides:
 //!
-//! * the install Namespace: the CSV's `operatorframework.io/suggested-namespace`, else
-//!   `<package>-system` (rukpak v0.16 made it; a BundleDeployment names no namespace);
+//! * the install Namespace, unless the BundleDeployment names one (then it is the user's and
+//!   must exist): the CSV's `operatorframework.io/suggested-namespace`, else
+//!   `<package>-system` (rukpak v0.16 made it);
 //! * a ServiceAccount for each one the permissions and Deployments name (`default`, and one the
 //!   bundle ships, excepted);
-//! * a ClusterRole and ClusterRoleBinding per `clusterPermissions` entry and, AllNamespaces
-//!   promoting them, per `permissions` entry (with `get`/`list`/`watch` on namespaces added,
-//!   as OLM adds it), named by [`names::rbac_name`];
+//! * the RBAC of [`rbac`]: ClusterRoles for `clusterPermissions`, and for `permissions` either
+//!   promoted ClusterRoles (all namespaces) or Roles in the install and watched namespaces,
+//!   named by [`names::rbac_name`];
 //! * the CRDs, as written;
 //! * the other objects of [`kinds`], namespaced ones moved to the install namespace (and
 //!   cluster-scoped ones out of any);
 //! * the Deployments of `spec.install.spec.deployments`, in the install namespace, with the
-//!   CSV's annotations (and `olm.targetNamespaces: ""`, `olm.operatorNamespace`) on their Pod
+//!   CSV's annotations (and `olm.targetNamespaces`, `olm.operatorNamespace`) on their Pod
 //!   templates and `revisionHistoryLimit: 1`.
 //!
-//! Refused, with upstream's words: no AllNamespaces install mode, webhooks, owned APIServices,
-//! no package name; beyond upstream, more than one CSV (upstream keeps the last one read),
-//! v1beta1 CRDs (no server of 1.22 or later serves them), and the same object twice.
+//! Refused, with upstream's words: an install mode the CSV does not support, webhooks, owned
+//! APIServices, no package name; beyond upstream, more than one CSV (upstream keeps the last
+//! one read), v1beta1 CRDs (no server of 1.22 or later serves them), and the same object twice.
 
 pub mod csv;
 pub mod kinds;
+pub mod modes;
 pub mod names;
+pub mod rbac;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -31,7 +34,9 @@ use serde_json::{Map, Value, json};
 use super::manifests;
 use crate::bundle::Tree;
 use crate::object::{Key, NotAnObject, Object};
-use csv::{Csv, Permission, PolicyRule};
+use crate::settings::Settings;
+use csv::Csv;
+use modes::{Mode, ModeError};
 
 /// Where a registry+v1 bundle keeps its manifests.
 pub const MANIFESTS: &str = "manifests";
@@ -100,11 +105,9 @@ pub enum RegistryError {
         /// What is wrong.
         message: String,
     },
-    /// It cannot be installed for all namespaces.
-    #[error(
-        "unsupported bundle: bundle does not support AllNamespaces install mode (it supports {0}); this provisioner installs operators for all namespaces only"
-    )]
-    NotAllNamespaces(String),
+    /// The namespaces asked make an install mode the CSV does not support.
+    #[error(transparent)]
+    Mode(#[from] ModeError),
     /// It has webhooks.
     #[error("unsupported bundle: webhookDefinitions are not supported")]
     Webhooks,
@@ -143,15 +146,16 @@ struct Found {
     object: Object,
 }
 
-/// The objects of the registry+v1 bundle `tree`, installed for all namespaces in its
-/// suggested namespace (else `<package>-system`).
+/// The objects of the registry+v1 bundle `tree`, installed as nothing asked: in its suggested
+/// namespace (else `<package>-system`), watching all namespaces (else its own).
 pub fn objects(tree: &Tree) -> Result<Vec<Object>, RegistryError> {
-    objects_in(tree, None)
+    objects_for(tree, &Settings::default())
 }
 
-/// The objects of the registry+v1 bundle `tree`, installed for all namespaces in `namespace`
-/// (`None`: its suggested namespace, else `<package>-system`), as upstream's renderer takes it.
-pub fn objects_in(tree: &Tree, namespace: Option<&str>) -> Result<Vec<Object>, RegistryError> {
+/// The objects of the registry+v1 bundle `tree`, installed as `settings` ask: in the namespace
+/// named (which is the user's, so not made), else its suggested namespace, else
+/// `<package>-system` (made); watching the namespaces named, else all, else its own.
+pub fn objects_for(tree: &Tree, settings: &Settings) -> Result<Vec<Object>, RegistryError> {
     let package = package(tree)?;
     let found = manifests_of(tree)?;
     let mut csv_file = None;
@@ -179,8 +183,9 @@ pub fn objects_in(tree: &Tree, namespace: Option<&str>) -> Result<Vec<Object>, R
         }
     })?;
     check_supported(&csv)?;
-    let namespace = namespace
-        .map(str::to_owned)
+    let namespace = settings
+        .namespace
+        .clone()
         .or_else(|| {
             csv.metadata
                 .annotations
@@ -189,12 +194,16 @@ pub fn objects_in(tree: &Tree, namespace: Option<&str>) -> Result<Vec<Object>, R
                 .cloned()
         })
         .unwrap_or_else(|| format!("{package}-system"));
+    let mode = modes::decide(&csv, &namespace, settings.watch.as_deref())?;
 
     let others = others
         .into_iter()
         .map(|o| placed(o, &namespace))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut out = vec![namespace_object(&namespace)];
+    let mut out = Vec::new();
+    if settings.namespace.is_none() {
+        out.push(namespace_object(&namespace));
+    }
     // A ServiceAccount the bundle ships (with its annotations or pull secrets) is used as it
     // is, as OLM uses an existing one, rather than made again.
     let shipped: BTreeSet<&Key> = others.iter().map(|o| &o.key).collect();
@@ -203,7 +212,7 @@ pub fn objects_in(tree: &Tree, namespace: Option<&str>) -> Result<Vec<Object>, R
             .into_iter()
             .filter(|a| !shipped.contains(&a.key)),
     );
-    out.extend(cluster_rbac(&csv, &namespace));
+    out.extend(rbac::objects(&csv, &namespace, &mode));
     for crd in &crds {
         if crd.api_version == "apiextensions.k8s.io/v1beta1" {
             return Err(RegistryError::BetaCrd(crd.key.name.clone()));
@@ -221,7 +230,7 @@ pub fn objects_in(tree: &Tree, namespace: Option<&str>) -> Result<Vec<Object>, R
     }
     out.extend(crds);
     out.extend(others);
-    out.extend(deployments(&csv, &namespace));
+    out.extend(deployments(&csv, &namespace, &mode));
     let mut seen = BTreeSet::new();
     for o in &out {
         if !seen.insert(&o.key) {
@@ -284,21 +293,6 @@ fn check_supported(csv: &Csv) -> Result<(), RegistryError> {
     }
     if !csv.spec.webhookdefinitions.is_empty() {
         return Err(RegistryError::Webhooks);
-    }
-    if !csv.supports("AllNamespaces") {
-        let modes: Vec<&str> = csv
-            .spec
-            .install_modes
-            .iter()
-            .filter(|m| m.supported)
-            .map(|m| m.type_.as_str())
-            .collect();
-        let modes = if modes.is_empty() {
-            "none".to_owned()
-        } else {
-            modes.join(", ")
-        };
-        return Err(RegistryError::NotAllNamespaces(modes));
     }
     let strategy = csv.spec.install.strategy.as_str();
     if !strategy.is_empty() && strategy != "deployment" {
@@ -376,66 +370,6 @@ fn service_accounts(csv: &Csv, namespace: &str) -> Vec<Object> {
         .collect()
 }
 
-const RBAC: &str = "rbac.authorization.k8s.io/v1";
-
-/// ClusterRoles and their bindings: `clusterPermissions`, then `permissions` promoted (all
-/// namespaces), each promoted one with read access to namespaces added, as OLM adds it.
-fn cluster_rbac(csv: &Csv, namespace: &str) -> Vec<Object> {
-    let strategy = &csv.spec.install.spec;
-    let namespaces_rule = PolicyRule {
-        verbs: Some(vec!["get".into(), "list".into(), "watch".into()]),
-        api_groups: Some(vec![String::new()]),
-        resources: Some(vec!["namespaces".into()]),
-        resource_names: None,
-        non_resource_urls: None,
-    };
-    let promoted = strategy.permissions.iter().map(|p| {
-        let mut rules = p.rules.clone().unwrap_or_default();
-        rules.push(namespaces_rule.clone());
-        Permission {
-            service_account_name: p.service_account_name.clone(),
-            rules: Some(rules),
-        }
-    });
-    let all: Vec<Permission> = strategy
-        .cluster_permissions
-        .iter()
-        .cloned()
-        .chain(promoted)
-        .collect();
-    let mut roles = Vec::new();
-    let mut bindings = Vec::new();
-    for permission in &all {
-        let account = account_or_default(&permission.service_account_name);
-        let name = names::rbac_name(&csv.metadata.name, account, permission);
-        let rules = serde_json::to_value(&permission.rules).unwrap_or(Value::Null);
-        roles.push(made(
-            RBAC,
-            "ClusterRole",
-            None,
-            &name,
-            json!({
-                "apiVersion": RBAC, "kind": "ClusterRole",
-                "metadata": {"name": name}, "rules": rules,
-            }),
-        ));
-        bindings.push(made(
-            RBAC,
-            "ClusterRoleBinding",
-            None,
-            &name,
-            json!({
-                "apiVersion": RBAC, "kind": "ClusterRoleBinding",
-                "metadata": {"name": name},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-                "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
-            }),
-        ));
-    }
-    roles.extend(bindings);
-    roles
-}
-
 /// A bundle's own object: of an allowed kind, in the install namespace if namespaced.
 fn placed(mut other: Object, namespace: &str) -> Result<Object, RegistryError> {
     let namespaced =
@@ -454,8 +388,8 @@ fn placed(mut other: Object, namespace: &str) -> Result<Object, RegistryError> {
     Ok(other)
 }
 
-/// The CSV's Deployments.
-fn deployments(csv: &Csv, namespace: &str) -> Vec<Object> {
+/// The CSV's Deployments, their operators watching as `mode` says.
+fn deployments(csv: &Csv, namespace: &str, mode: &Mode) -> Vec<Object> {
     csv.spec
         .install
         .spec
@@ -475,7 +409,7 @@ fn deployments(csv: &Csv, namespace: &str) -> Vec<Object> {
                 .map(|(k, v)| (k.clone(), Value::String(v.clone())))
                 .collect();
             annotations.extend(own);
-            annotations.insert("olm.targetNamespaces".into(), json!(""));
+            annotations.insert("olm.targetNamespaces".into(), json!(mode.annotation()));
             annotations.insert("olm.operatorNamespace".into(), json!(namespace));
             meta.insert(
                 "annotations".into(),

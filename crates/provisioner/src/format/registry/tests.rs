@@ -196,15 +196,116 @@ fn exactly_one_csv() {
     );
 }
 
-#[test]
-fn what_only_other_install_modes_or_webhooks_or_api_services_need_is_refused() {
-    let mut own = csv();
-    own["spec"]["installModes"] = json!([{"type": "OwnNamespace", "supported": true},
-        {"type": "AllNamespaces", "supported": false}]);
-    assert_eq!(
-        refused(&bundle(&[own, crd("apiextensions.k8s.io/v1")])),
-        "unsupported bundle: bundle does not support AllNamespaces install mode (it supports OwnNamespace); this provisioner installs operators for all namespaces only"
+/// `csv()` supporting `modes` only.
+fn supporting(modes: &[&str]) -> Value {
+    let mut c = csv();
+    c["spec"]["installModes"] = json!(
+        modes
+            .iter()
+            .map(|m| json!({"type": m, "supported": true}))
+            .collect::<Vec<_>>()
     );
+    c
+}
+
+#[test]
+fn an_own_namespace_operator_gets_roles_in_its_namespace_and_watches_it() {
+    let out = converted(&[
+        supporting(&["OwnNamespace"]),
+        crd("apiextensions.k8s.io/v1"),
+    ]);
+    let kinds: Vec<&str> = out.iter().map(|o| o.key.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "Namespace",
+            "ServiceAccount",
+            "ServiceAccount",
+            "Role",
+            "ClusterRole",
+            "RoleBinding",
+            "ClusterRoleBinding",
+            "CustomResourceDefinition",
+            "Deployment"
+        ]
+    );
+    let role = find(&out, "Role")[0];
+    assert_eq!(role.key.namespace.as_deref(), Some("widget-system"));
+    // The permission as written: no namespaces rule (that is for all namespaces only).
+    assert_eq!(role.manifest["rules"].as_array().map(Vec::len), Some(1));
+    let binding = find(&out, "RoleBinding")[0];
+    assert_eq!(
+        binding.manifest["roleRef"],
+        json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role.key.name})
+    );
+    let annotations =
+        &find(&out, "Deployment")[0].manifest["spec"]["template"]["metadata"]["annotations"];
+    assert_eq!(annotations["olm.targetNamespaces"], "widget-system");
+}
+
+#[test]
+fn a_multi_namespace_operator_gets_roles_in_each_target_and_its_own_namespace() {
+    let settings = Settings {
+        namespace: Some("ops".into()),
+        watch: Some(vec!["team-b".into(), "team-a".into()]),
+    };
+    let out = objects_for(
+        &bundle(&[
+            supporting(&["MultiNamespace"]),
+            crd("apiextensions.k8s.io/v1"),
+        ]),
+        &settings,
+    )
+    .unwrap_or_else(|e| unreachable!("{e}"));
+    // The install namespace is the user's: not made.
+    assert!(find(&out, "Namespace").is_empty());
+    let places = |kind: &str| -> Vec<String> {
+        find(&out, kind)
+            .iter()
+            .map(|o| o.key.namespace.clone().unwrap_or_default())
+            .collect()
+    };
+    assert_eq!(places("Role"), ["ops", "team-a", "team-b"]);
+    assert_eq!(places("RoleBinding"), ["ops", "team-a", "team-b"]);
+    for binding in find(&out, "RoleBinding") {
+        assert_eq!(
+            binding.manifest["subjects"],
+            json!([{"kind": "ServiceAccount", "name": "default", "namespace": "ops"}])
+        );
+    }
+    // Only clusterPermissions are cluster-wide.
+    assert_eq!(find(&out, "ClusterRole").len(), 1);
+    let deployment = find(&out, "Deployment")[0];
+    assert_eq!(deployment.key.namespace.as_deref(), Some("ops"));
+    let annotations = &deployment.manifest["spec"]["template"]["metadata"]["annotations"];
+    assert_eq!(annotations["olm.targetNamespaces"], "team-a,team-b");
+    assert_eq!(annotations["olm.operatorNamespace"], "ops");
+}
+
+#[test]
+fn a_mode_the_csv_does_not_support_is_a_mode_error_naming_both() {
+    let only_single = bundle(&[
+        supporting(&["SingleNamespace"]),
+        crd("apiextensions.k8s.io/v1"),
+    ]);
+    assert!(matches!(
+        objects(&only_single),
+        Err(RegistryError::Mode(ModeError::NoDefault { .. }))
+    ));
+    let all = Settings {
+        namespace: None,
+        watch: Some(vec![String::new()]),
+    };
+    let refused = objects_for(&only_single, &all).unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "unsupported install mode: AllNamespaces (watching all namespaces) is not supported by \
+         this bundle's ClusterServiceVersion (it supports SingleNamespace)"
+    );
+}
+
+#[test]
+fn what_only_webhooks_or_api_services_or_other_strategies_need_is_refused() {
     let mut hooks = csv();
     hooks["spec"]["webhookdefinitions"] = json!([{"type": "ValidatingAdmissionWebhook"}]);
     assert_eq!(

@@ -1,0 +1,88 @@
+use serde_json::json;
+
+use super::*;
+
+fn registry(config: Value) -> Result<Settings, Refusal> {
+    match config {
+        Value::Object(map) => of(Some(&map), Format::Registry),
+        _ => unreachable!("an object"),
+    }
+}
+
+fn refused(config: Value) -> String {
+    let refusal = registry(config).unwrap_err();
+    assert_eq!(refusal.reason, INVALID_CONFIGURATION);
+    refusal.message
+}
+
+#[test]
+fn no_config_asks_nothing() {
+    assert_eq!(of(None, Format::Registry), Ok(Settings::default()));
+    assert_eq!(registry(json!({})), Ok(Settings::default()));
+    assert_eq!(
+        registry(json!({"namespace": null, "watchNamespace": null})),
+        Ok(Settings::default())
+    );
+}
+
+#[test]
+fn the_install_namespace_and_the_watched_ones_are_read() {
+    assert_eq!(
+        registry(json!({"namespace": "ops", "watchNamespace": "team-a"})),
+        Ok(Settings {
+            namespace: Some("ops".into()),
+            watch: Some(vec!["team-a".into()]),
+        })
+    );
+    // "" is all namespaces, as upstream's watchNamespace says it.
+    assert_eq!(
+        registry(json!({"watchNamespace": ""})),
+        Ok(Settings {
+            namespace: None,
+            watch: Some(vec![String::new()]),
+        })
+    );
+    assert_eq!(
+        registry(json!({"targetNamespaces": ["a", "b"]})),
+        Ok(Settings {
+            namespace: None,
+            watch: Some(vec!["a".into(), "b".into()]),
+        })
+    );
+}
+
+#[test]
+fn what_cannot_be_used_is_refused_saying_why() {
+    assert_eq!(
+        refused(json!({"watchNamespaces": ["a"]})),
+        "invalid configuration (spec.config): unknown field \"watchNamespaces\" (a registry+v1 \
+         install reads \"namespace\", \"watchNamespace\", \"targetNamespaces\")"
+    );
+    assert!(
+        refused(json!({"watchNamespace": "a", "targetNamespaces": ["b"]})).contains("are both set")
+    );
+    assert!(refused(json!({"targetNamespaces": []})).contains("must list 1 to 256 namespaces"));
+    assert!(refused(json!({"targetNamespaces": "a"})).contains("expected a list of namespaces"));
+    assert!(refused(json!({"targetNamespaces": [""]})).contains("\"\" is not a namespace name"));
+    assert!(refused(json!({"namespace": ""})).contains("\"\" is not a namespace name"));
+    assert!(refused(json!({"namespace": 3})).contains("expected a namespace name"));
+    assert!(refused(json!({"watchNamespace": "Team_A"})).contains("\"Team_A\" is not a namespace"));
+    assert!(refused(json!({"namespace": "-a"})).contains("is not a namespace name"));
+    assert!(refused(json!({"namespace": "a".repeat(64)})).contains("is not a namespace name"));
+}
+
+#[test]
+fn a_plain_bundle_refuses_the_install_keys_and_ignores_others() {
+    let config = |v: Value| match v {
+        Value::Object(map) => of(Some(&map), Format::Plain),
+        _ => unreachable!("an object"),
+    };
+    assert_eq!(config(json!({"anything": 1})), Ok(Settings::default()));
+    let refusal = config(json!({"watchNamespace": "a"})).unwrap_err();
+    assert_eq!(refusal.reason, INVALID_CONFIGURATION);
+    assert!(
+        refusal
+            .message
+            .contains("applies to registry+v1 bundles only")
+    );
+}

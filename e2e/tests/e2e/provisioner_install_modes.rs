@@ -1,0 +1,346 @@
+//! Install modes, on the cluster's real node: a registry+v1 operator (busybox standing in for
+//! its manager, reading `WATCH_NAMESPACE` from `olm.targetNamespaces` as real operators do)
+//! that supports only OwnNamespace installs into its namespace with its Role there and runs; a
+//! SingleNamespace install watches another namespace, with its Role there (and in its own),
+//! not cluster-wide; a MultiNamespace install gets its Role in both watched namespaces; a mode
+//! the CSV does not support is refused naming both, with nothing applied. What each
+//! ServiceAccount may do is asked of the API server (SubjectAccessReview), not read from the
+//! objects.
+
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+};
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::rbac::v1::Role;
+use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
+use olm_api::bundle_deployment::BundleDeployment;
+use olm_e2e::context::TestContext;
+use olm_e2e::images::{Entry, layer, push};
+use olm_e2e::manager::provisioner;
+use olm_e2e::node::{push_busybox, registry};
+use olm_e2e::wait::{wait_for, wait_for_deletion};
+use serde_json::{Value, json};
+
+use crate::provisioner_bundles::condition;
+
+const WAIT: Duration = Duration::from_secs(180);
+const ACCOUNT: &str = "watcher";
+
+/// A registry+v1 bundle of `package` supporting `modes`: a ServiceAccount allowed to read
+/// ConfigMaps where it watches, and a Deployment running `busybox` as it.
+fn bundle(package: &str, modes: &[&str], busybox: &str) -> Vec<Entry> {
+    let install_modes: Vec<Value> = [
+        "OwnNamespace",
+        "SingleNamespace",
+        "MultiNamespace",
+        "AllNamespaces",
+    ]
+    .iter()
+    .map(|m| json!({"type": m, "supported": modes.contains(m)}))
+    .collect();
+    let csv = json!({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+        "metadata": {"name": format!("{package}.v1.0.0")},
+        "spec": {
+            "installModes": install_modes,
+            "install": {"strategy": "deployment", "spec": {
+                "permissions": [{"serviceAccountName": ACCOUNT, "rules": [
+                    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}]}],
+                "deployments": [{"name": "watcher", "spec": {
+                    "replicas": 1,
+                    "selector": {"matchLabels": {"app": "watcher"}},
+                    "template": {"metadata": {"labels": {"app": "watcher"}}, "spec": {
+                        "serviceAccountName": ACCOUNT,
+                        "automountServiceAccountToken": false,
+                        "terminationGracePeriodSeconds": 1,
+                        "securityContext": {"runAsNonRoot": true, "runAsUser": 65532,
+                                            "seccompProfile": {"type": "RuntimeDefault"}},
+                        "containers": [{"name": "manager", "image": busybox,
+                            "command": ["/bin/sh", "-c",
+                                "echo watching \"$WATCH_NAMESPACE\"; trap 'exit 0' TERM; while true; do sleep 1; done"],
+                            "env": [{"name": "WATCH_NAMESPACE", "valueFrom": {"fieldRef": {
+                                "fieldPath": "metadata.annotations['olm.targetNamespaces']"}}}],
+                            "securityContext": {"allowPrivilegeEscalation": false,
+                                                "capabilities": {"drop": ["ALL"]}}}]}}}}],
+            }},
+        },
+    });
+    vec![
+        Entry::Dir("manifests".into()),
+        Entry::File("manifests/csv.json".into(), csv.to_string().into_bytes()),
+        Entry::Dir("metadata".into()),
+        Entry::File(
+            "metadata/annotations.yaml".into(),
+            format!(
+                "annotations:\n  operators.operatorframework.io.bundle.package.v1: {package}\n"
+            )
+            .into_bytes(),
+        ),
+    ]
+}
+
+async fn push_bundle(ctx: &TestContext, name: &str, entries: &[Entry]) -> String {
+    let registry = olm_e2e::registry::plain().unwrap();
+    let repository = format!("{}/{name}", ctx.namespace);
+    push(
+        registry,
+        &repository,
+        "v1",
+        &[layer(entries)],
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    format!("{}/{repository}:v1", registry.host)
+}
+
+/// A BundleDeployment of the registry+v1 image `image` with `config`.
+async fn deploy(ctx: &TestContext, name: &str, image: &str, config: Option<Value>) -> String {
+    let name = ctx.name(name);
+    let mut spec = json!({"provisionerClassName": "core-rukpak-io-plain", "template": {"spec": {
+        "provisionerClassName": "core-rukpak-io-registry",
+        "source": {"type": "image", "image": {"ref": image}}}}});
+    if let Some(config) = config {
+        spec["config"] = config;
+    }
+    let bd: BundleDeployment = serde_json::from_value(ctx.labelled(json!({
+        "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
+        "metadata": {"name": name}, "spec": spec})))
+    .unwrap();
+    Api::<BundleDeployment>::all(ctx.client.clone())
+        .create(&PostParams::default(), &bd)
+        .await
+        .unwrap();
+    name
+}
+
+/// A namespace of this test's besides its own (the clean-up deletes it).
+async fn namespace(ctx: &TestContext, suffix: &str) -> String {
+    let name = ctx.name(suffix);
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            labels: Some(ctx.namespace_labels()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    Api::<Namespace>::all(ctx.client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+    name
+}
+
+/// Whether `account` of `namespace` may list ConfigMaps in `target`, as the API server says.
+async fn may_list_config_maps(ctx: &TestContext, namespace: &str, target: &str) -> bool {
+    let review = SubjectAccessReview {
+        spec: SubjectAccessReviewSpec {
+            user: Some(format!("system:serviceaccount:{namespace}:{ACCOUNT}")),
+            resource_attributes: Some(ResourceAttributes {
+                namespace: Some(target.to_owned()),
+                verb: Some("list".into()),
+                resource: Some("configmaps".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let answer = Api::<SubjectAccessReview>::all(ctx.client.clone())
+        .create(&PostParams::default(), &review)
+        .await
+        .unwrap();
+    answer.status.is_some_and(|s| s.allowed)
+}
+
+async fn healthy(bds: &Api<BundleDeployment>, name: &str) {
+    let done = wait_for(bds, name, "installed and healthy", WAIT, |bd| {
+        condition(bd, "Installed").is_some_and(|(s, _, _)| s == "True")
+            && condition(bd, "Healthy").is_some_and(|(s, _, _)| s == "True")
+    })
+    .await
+    .unwrap();
+    let (_, reason, _) = condition(Some(&done), "Installed").unwrap();
+    assert_eq!(reason, "InstallationSucceeded");
+}
+
+/// The Pod template's `olm.targetNamespaces` of the operator installed in `namespace`.
+async fn targets(ctx: &TestContext, namespace: &str) -> String {
+    let deployment = Api::<Deployment>::namespaced(ctx.client.clone(), namespace)
+        .get("watcher")
+        .await
+        .unwrap();
+    let annotations = deployment
+        .spec
+        .and_then(|s| s.template.metadata)
+        .and_then(|m| m.annotations)
+        .unwrap_or_default();
+    annotations["olm.targetNamespaces"].clone()
+}
+
+/// The namespaces of `candidates` holding a Role (only the operators' are made in them).
+async fn roles_in(ctx: &TestContext, candidates: &[&str]) -> Vec<String> {
+    let mut found = Vec::new();
+    for ns in candidates {
+        let roles = Api::<Role>::namespaced(ctx.client.clone(), ns)
+            .list(&Default::default())
+            .await
+            .unwrap();
+        // These namespaces are this test's: any Role in them is the operator's.
+        if !roles.items.is_empty() {
+            found.push((*ns).to_owned());
+        }
+    }
+    found
+}
+
+#[tokio::test]
+async fn registry_operators_install_in_every_mode_with_their_roles_where_they_watch() {
+    let ctx = TestContext::new("prov-modes").await.unwrap();
+    provisioner().unwrap();
+    let bds: Api<BundleDeployment> = Api::all(ctx.client.clone());
+    let busybox = push_busybox(&registry().unwrap(), "1.36").await.unwrap();
+    let elsewhere = ctx.namespace.clone();
+
+    // OwnNamespace only, nothing asked: its own namespace, `<package>-system`, made for it.
+    let own_package = ctx.name("own");
+    let own_image = push_bundle(
+        &ctx,
+        "own",
+        &bundle(&own_package, &["OwnNamespace"], &busybox),
+    )
+    .await;
+    let own = deploy(&ctx, "own", &own_image, None).await;
+    // SingleNamespace: installed in one namespace, watching another.
+    let single_home = namespace(&ctx, "single-home").await;
+    let watched = namespace(&ctx, "watched").await;
+    let single_image = push_bundle(
+        &ctx,
+        "single",
+        &bundle(
+            &ctx.name("single"),
+            &["SingleNamespace", "OwnNamespace"],
+            &busybox,
+        ),
+    )
+    .await;
+    let single = deploy(
+        &ctx,
+        "single",
+        &single_image,
+        Some(json!({"namespace": single_home, "watchNamespace": watched})),
+    )
+    .await;
+    // MultiNamespace: two watched namespaces, named out of order.
+    let multi_home = namespace(&ctx, "multi-home").await;
+    let (team_a, team_b) = (
+        namespace(&ctx, "team-a").await,
+        namespace(&ctx, "team-b").await,
+    );
+    let multi_image = push_bundle(
+        &ctx,
+        "multi",
+        &bundle(&ctx.name("multi"), &["MultiNamespace"], &busybox),
+    )
+    .await;
+    let multi = deploy(
+        &ctx,
+        "multi",
+        &multi_image,
+        Some(json!({"namespace": multi_home, "targetNamespaces": [team_b, team_a]})),
+    )
+    .await;
+    // A mode the CSV does not support: refused, naming both.
+    let refused_home = namespace(&ctx, "refused-home").await;
+    let refused_image = push_bundle(
+        &ctx,
+        "refused",
+        &bundle(
+            &ctx.name("refused"),
+            &["OwnNamespace", "AllNamespaces"],
+            &busybox,
+        ),
+    )
+    .await;
+    let refused = deploy(
+        &ctx,
+        "refused",
+        &refused_image,
+        Some(json!({"namespace": refused_home, "watchNamespace": watched})),
+    )
+    .await;
+
+    let own_home = format!("{own_package}-system");
+    healthy(&bds, &own).await;
+    assert_eq!(targets(&ctx, &own_home).await, own_home);
+    assert_eq!(
+        roles_in(&ctx, &[&own_home, &elsewhere]).await,
+        [own_home.clone()]
+    );
+    assert!(may_list_config_maps(&ctx, &own_home, &own_home).await);
+    assert!(!may_list_config_maps(&ctx, &own_home, &elsewhere).await);
+
+    healthy(&bds, &single).await;
+    assert_eq!(targets(&ctx, &single_home).await, watched);
+    assert_eq!(
+        roles_in(&ctx, &[&single_home, &watched, &elsewhere]).await,
+        [single_home.clone(), watched.clone()]
+    );
+    assert!(may_list_config_maps(&ctx, &single_home, &watched).await);
+    assert!(
+        !may_list_config_maps(&ctx, &single_home, &elsewhere).await,
+        "a SingleNamespace operator's permissions are not cluster-wide"
+    );
+
+    healthy(&bds, &multi).await;
+    assert_eq!(
+        targets(&ctx, &multi_home).await,
+        format!("{team_a},{team_b}")
+    );
+    for ns in [&team_a, &team_b] {
+        assert!(may_list_config_maps(&ctx, &multi_home, ns).await, "{ns}");
+    }
+    assert!(!may_list_config_maps(&ctx, &multi_home, &elsewhere).await);
+
+    let seen = wait_for(&bds, &refused, "refused", WAIT, |bd| {
+        condition(bd, "Installed")
+            .is_some_and(|(s, r, _)| s == "False" && r == "UnsupportedInstallMode")
+    })
+    .await
+    .unwrap();
+    let (_, _, message) = condition(Some(&seen), "Installed").unwrap();
+    assert!(
+        message.contains(&format!(
+            "SingleNamespace (watching {watched:?}) is not supported by this bundle's ClusterServiceVersion (it supports OwnNamespace, AllNamespaces)"
+        )),
+        "{message}"
+    );
+    assert!(
+        Api::<Deployment>::namespaced(ctx.client.clone(), &refused_home)
+            .get_opt("watcher")
+            .await
+            .unwrap()
+            .is_none(),
+        "nothing of a refused install is applied"
+    );
+
+    for bd in [&own, &single, &multi, &refused] {
+        bds.delete(bd, &DeleteParams::default()).await.unwrap();
+        wait_for_deletion(&bds, bd, WAIT).await.unwrap();
+    }
+    // The namespace made for the OwnNamespace operator goes with it; the user's stay, empty of
+    // what was applied.
+    wait_for_deletion(&Api::<Namespace>::all(ctx.client.clone()), &own_home, WAIT)
+        .await
+        .unwrap();
+    assert!(
+        roles_in(&ctx, &[&single_home, &watched, &team_a])
+            .await
+            .is_empty()
+    );
+    ctx.cleanup().await.unwrap();
+}
