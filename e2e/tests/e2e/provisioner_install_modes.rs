@@ -279,7 +279,7 @@ async fn registry_operators_install_in_every_mode_with_their_roles_where_they_wa
     assert_eq!(targets(&ctx, &own_home).await, own_home);
     assert_eq!(
         roles_in(&ctx, &[&own_home, &elsewhere]).await,
-        [own_home.clone()]
+        std::slice::from_ref(&own_home)
     );
     assert!(may_list_config_maps(&ctx, &own_home, &own_home).await);
     assert!(!may_list_config_maps(&ctx, &own_home, &elsewhere).await);

@@ -243,7 +243,7 @@ async fn a_real_registry_v1_bundle_installs_and_unsupported_ones_are_refused() {
 
     // The refused ones: upstream's words where it has them, and nothing of theirs applied.
     for (bd, package, type_, why, words) in refused {
-        let seen = wait_for(&bds, &bd, "refused", WAIT, |bd| {
+        let seen = wait_for(&bds, &bd, "refused", WAIT, move |bd| {
             condition(bd, type_).is_some_and(|(s, r, _)| s == "False" && r == why)
         })
         .await
