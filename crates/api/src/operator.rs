@@ -105,6 +105,13 @@ pub struct OperatorSpec {
         extend("x-kubernetes-list-type" = "set")
     )]
     pub target_namespaces: Option<Vec<String>>,
+    /// Settings of the operator's Deployments (OLM v0's Subscription `spec.config`, upstream
+    /// v1's `deploymentConfig`): `env`, `envFrom`, `resources`, `nodeSelector`, `tolerations`,
+    /// `affinity`, `volumes`, `volumeMounts`, `annotations`. Checked by the provisioner
+    /// (docs/provisioner.md, "Per-install settings").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
+    pub deployment_config: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// How upgrades of an installed bundle are constrained.

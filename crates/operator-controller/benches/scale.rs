@@ -111,6 +111,7 @@ fn operators() -> Vec<Arc<Operator>> {
                     namespace: None,
                     watch_namespace: None,
                     target_namespaces: None,
+                    deployment_config: None,
                 },
             );
             op.metadata.uid = Some(format!("uid-{i}"));

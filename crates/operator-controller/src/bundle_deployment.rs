@@ -71,7 +71,7 @@ pub fn desired(op: &Operator, bundle: &Resolved) -> Result<BundleDeployment, Str
 }
 
 /// What `op` asks of the install, as the provisioner's `spec.config` says it (`namespace`,
-/// `watchNamespace`, `targetNamespaces`); `None` when it asks nothing, so that a
+/// `watchNamespace`, `targetNamespaces`, `deploymentConfig`); `None` when it asks nothing, so that a
 /// BundleDeployment written before these fields existed is unchanged.
 pub fn config_of(op: &Operator) -> Option<serde_json::Map<String, serde_json::Value>> {
     let spec = &op.spec;
@@ -84,6 +84,12 @@ pub fn config_of(op: &Operator) -> Option<serde_json::Map<String, serde_json::Va
     }
     if let Some(targets) = &spec.target_namespaces {
         config.insert("targetNamespaces".into(), targets.clone().into());
+    }
+    if let Some(deployment) = &spec.deployment_config {
+        config.insert(
+            "deploymentConfig".into(),
+            serde_json::Value::Object(deployment.clone()),
+        );
     }
     (!config.is_empty()).then_some(config)
 }
@@ -164,6 +170,7 @@ mod tests {
                 namespace: None,
                 watch_namespace: None,
                 target_namespaces: None,
+                deployment_config: None,
             },
         );
         op.metadata.uid = Some("uid-1".into());
@@ -230,11 +237,16 @@ mod tests {
         );
         assert!(!up_to_date(&plain, &bd), "a changed config is written");
         op.spec.target_namespaces = None;
+        op.spec.deployment_config = serde_json::json!({"nodeSelector": {"disk": "ssd"}})
+            .as_object()
+            .cloned();
         op.spec.watch_namespace = Some(String::new());
         let all = desired(&op, &resolved(None)).unwrap();
+        let config = all.spec.config.unwrap();
+        assert_eq!(config.get("watchNamespace"), Some(&serde_json::json!("")));
         assert_eq!(
-            all.spec.config.unwrap().get("watchNamespace"),
-            Some(&serde_json::json!(""))
+            config.get("deploymentConfig"),
+            Some(&serde_json::json!({"nodeSelector": {"disk": "ssd"}}))
         );
     }
 

@@ -307,6 +307,7 @@ mod tests {
                 namespace: None,
                 watch_namespace: None,
                 target_namespaces: None,
+                deployment_config: None,
             },
         ))
     }

@@ -219,6 +219,7 @@ mod tests {
                 namespace: None,
                 watch_namespace: None,
                 target_namespaces: None,
+                deployment_config: None,
             },
         );
         let r = request_of(&op);

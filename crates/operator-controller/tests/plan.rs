@@ -28,6 +28,7 @@ fn operator(generation: i64) -> Operator {
             namespace: None,
             watch_namespace: None,
             target_namespaces: None,
+            deployment_config: None,
         },
     );
     op.metadata.uid = Some("uid-op".into());

@@ -41,8 +41,8 @@ pub enum Plan {
         source: Wanted,
         /// Its hash and bundle name.
         wanted: Installed,
-        /// What `spec.config` asks of the install.
-        settings: Settings,
+        /// What `spec.config` asks of the install (boxed: Deployment settings are large).
+        settings: Box<Settings>,
     },
 }
 
@@ -82,7 +82,7 @@ pub fn plan(bd: &BundleDeployment) -> Plan {
             format,
             source,
             wanted,
-            settings,
+            settings: Box::new(settings),
         },
         Err(refusal) => Plan::Refuse { refusal, wanted },
     }
@@ -194,7 +194,7 @@ mod tests {
             unreachable!("{:?}", plan(&b));
         };
         assert_eq!(format, Format::Plain);
-        assert_eq!(settings, Settings::default());
+        assert_eq!(*settings, Settings::default());
         assert_eq!(
             source,
             Wanted::Image {

@@ -1,23 +1,32 @@
 //! What a BundleDeployment's `spec.config` asks of an install (pure): for a registry+v1
-//! bundle, the install namespace (`namespace`) and the namespaces its operator watches
+//! bundle, the install namespace (`namespace`), the namespaces its operator watches
 //! (`watchNamespace`, upstream v1's word for one; `targetNamespaces`, OLM v0's OperatorGroup
-//! word, for several). As upstream's bundle configuration, anything else is refused (a
+//! word, for several), and the settings of its Deployments (`deploymentConfig`, upstream v1's
+//! word for what OLM v0's Subscription `spec.config` held). As upstream's bundle configuration, anything else is refused (a
 //! misspelt key must not be silently ignored); for a plain bundle, whose objects name their own
 //! namespaces, these keys are refused and others ignored, as rukpak ignored `spec.config`.
 //! Checked before anything is fetched.
 
 use serde_json::{Map, Value};
 
+use crate::format::registry::deployment_config::DeploymentConfig;
 use crate::source::{Format, Refusal};
 
 /// The keys a registry+v1 install reads.
-pub const KEYS: [&str; 3] = [NAMESPACE, WATCH_NAMESPACE, TARGET_NAMESPACES];
+pub const KEYS: [&str; 4] = [
+    NAMESPACE,
+    WATCH_NAMESPACE,
+    TARGET_NAMESPACES,
+    DEPLOYMENT_CONFIG,
+];
 /// The install namespace.
 pub const NAMESPACE: &str = "namespace";
 /// The one namespace watched (`""`: all).
 pub const WATCH_NAMESPACE: &str = "watchNamespace";
 /// The namespaces watched.
 pub const TARGET_NAMESPACES: &str = "targetNamespaces";
+/// The settings of the operator's Deployments.
+pub const DEPLOYMENT_CONFIG: &str = "deploymentConfig";
 /// At most this many target namespaces (an OperatorGroup has no limit; a status message and
 /// the Pod annotation must stay readable).
 pub const MAX_TARGETS: usize = 256;
@@ -26,12 +35,14 @@ pub const MAX_TARGETS: usize = 256;
 pub const INVALID_CONFIGURATION: &str = "InvalidConfiguration";
 
 /// What an install is asked.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Settings {
     /// The install namespace, when named (it must exist: it is the user's, not made).
     pub namespace: Option<String>,
     /// The namespaces to watch, when named (`[""]`: all).
     pub watch: Option<Vec<String>>,
+    /// The settings of its Deployments, when given.
+    pub deployment: Option<DeploymentConfig>,
 }
 
 /// The settings `config` asks of a bundle of `format`.
@@ -84,7 +95,21 @@ pub fn of(config: Option<&Map<String, Value>>, format: Format) -> Result<Setting
         }
         _ => None,
     };
-    Ok(Settings { namespace, watch })
+    let deployment = match config.get(DEPLOYMENT_CONFIG) {
+        None | Some(Value::Null) => None,
+        Some(v) => {
+            let read = serde_json::from_value::<DeploymentConfig>(v.clone())
+                .map_err(|e| refuse(format!("{DEPLOYMENT_CONFIG:?}: {e}")))?;
+            read.check()
+                .map_err(|e| refuse(format!("{DEPLOYMENT_CONFIG:?}: {e}")))?;
+            Some(read)
+        }
+    };
+    Ok(Settings {
+        namespace,
+        watch,
+        deployment,
+    })
 }
 
 /// A namespace name at `field` (`""`, all namespaces, only where `empty_is_all`).

@@ -117,6 +117,7 @@ fn asked(watch: Option<&str>) -> Settings {
     Settings {
         namespace: Some("argocd-system".into()),
         watch: watch.map(|w| vec![w.to_owned()]),
+        deployment: None,
     }
 }
 
@@ -181,12 +182,69 @@ fn argocd_converts_as_upstream_renders_it_for_a_single_namespace_and_as_olm_v0_i
     same(&watched, &expected);
 }
 
+/// upstream's `deploymentConfig` test options (its `generate-manifests.go`).
+fn upstream_deployment_config() -> Value {
+    serde_json::json!({
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+        "tolerations": [
+            {"key": "some/key", "operator": "Equal", "effect": "NoSchedule"},
+            {"key": "someother/key", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 120}],
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"},
+                      "limits": {"cpu": "500m", "memory": "512Mi"}},
+        "env": [{"name": "CUSTOM_ENV_VAR", "value": "custom-value"},
+                {"name": "LOG_LEVEL", "value": "debug"}],
+        "envFrom": [{"prefix": "test"}, {"configMapRef": {"name": "configmapForTest"}},
+                    {"secretRef": {"name": "secretForTest"}}],
+        "volumes": [{"name": "test-configmap-volume", "configMap": {"name": "testVolumeConfigMap"}},
+                    {"name": "test-emptydir-volume", "emptyDir": {}}],
+        "volumeMounts": [{"name": "test-configmap-volume", "mountPath": "/test-volume-mount", "readOnly": true}],
+        "affinity": {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{
+                "matchExpressions": [{"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}],
+                "matchFields": [{"key": "key", "operator": "In", "values": ["val1", "val2"]}]}]}},
+            "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+                "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "test-app"}},
+                "namespaces": ["test", "test2"], "topologyKey": "topKey"}]},
+            "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+                "weight": 100, "podAffinityTerm": {
+                    "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "test-app-2"}},
+                    "topologyKey": "topKey2"}}]}},
+        "annotations": {"foo": "bar", "testkey": "testval"},
+    })
+}
+
+#[test]
+fn argocd_converts_as_upstream_renders_it_with_per_install_deployment_settings() {
+    let config = serde_json::json!({
+        "namespace": "argocd-system",
+        "deploymentConfig": upstream_deployment_config(),
+    });
+    let settings =
+        provisioner::settings::of(config.as_object(), provisioner::source::Format::Registry)
+            .unwrap();
+    let shared: Vec<String> = std::fs::read_dir(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(BUNDLE)
+            .join("expected-all-namespaces"),
+    )
+    .unwrap()
+    .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+    .filter(|f| !f.contains("_deployment_"))
+    .collect();
+    let shared: Vec<&str> = shared.iter().map(String::as_str).collect();
+    same(
+        &ours(&settings),
+        &upstream("expected-with-deploymentconfig-options", &shared),
+    );
+}
+
 #[test]
 fn argocd_is_refused_for_several_namespaces_naming_what_it_supports() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(BUNDLE);
     let settings = Settings {
         namespace: Some("argocd-system".into()),
         watch: Some(vec!["team-a".into(), "team-b".into()]),
+        deployment: None,
     };
     let refused = registry::objects_for(&tree(&dir), &settings).unwrap_err();
     assert_eq!(

@@ -23,6 +23,7 @@ async fn a_configmap_owned_by_an_operator_is_collected_with_it() {
         namespace: None,
         watch_namespace: None,
         target_namespaces: None,
+        deployment_config: None,
     };
     let mut op = Operator::new(&ctx.name("owner"), spec);
     op.metadata.labels = Some(ctx.labels());

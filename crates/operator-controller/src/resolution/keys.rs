@@ -117,6 +117,7 @@ mod tests {
                 namespace: None,
                 watch_namespace: None,
                 target_namespaces: None,
+                deployment_config: None,
             },
         );
         o.metadata.uid = Some(format!("uid-{name}"));

@@ -32,6 +32,7 @@ fn the_install_namespace_and_the_watched_ones_are_read() {
         Ok(Settings {
             namespace: Some("ops".into()),
             watch: Some(vec!["team-a".into()]),
+            deployment: None,
         })
     );
     // "" is all namespaces, as upstream's watchNamespace says it.
@@ -40,6 +41,7 @@ fn the_install_namespace_and_the_watched_ones_are_read() {
         Ok(Settings {
             namespace: None,
             watch: Some(vec![String::new()]),
+            deployment: None,
         })
     );
     assert_eq!(
@@ -47,6 +49,7 @@ fn the_install_namespace_and_the_watched_ones_are_read() {
         Ok(Settings {
             namespace: None,
             watch: Some(vec!["a".into(), "b".into()]),
+            deployment: None,
         })
     );
 }
@@ -56,7 +59,8 @@ fn what_cannot_be_used_is_refused_saying_why() {
     assert_eq!(
         refused(json!({"watchNamespaces": ["a"]})),
         "invalid configuration (spec.config): unknown field \"watchNamespaces\" (a registry+v1 \
-         install reads \"namespace\", \"watchNamespace\", \"targetNamespaces\")"
+         install reads \"namespace\", \"watchNamespace\", \"targetNamespaces\", \
+         \"deploymentConfig\")"
     );
     assert!(
         refused(json!({"watchNamespace": "a", "targetNamespaces": ["b"]})).contains("are both set")
@@ -69,6 +73,37 @@ fn what_cannot_be_used_is_refused_saying_why() {
     assert!(refused(json!({"watchNamespace": "Team_A"})).contains("\"Team_A\" is not a namespace"));
     assert!(refused(json!({"namespace": "-a"})).contains("is not a namespace name"));
     assert!(refused(json!({"namespace": "a".repeat(64)})).contains("is not a namespace name"));
+}
+
+#[test]
+fn the_deployment_settings_are_read_and_what_they_cannot_hold_is_refused() {
+    let read = registry(json!({"deploymentConfig": {
+        "env": [{"name": "LOG_LEVEL", "value": "debug"}],
+        "nodeSelector": {"kubernetes.io/os": "linux"}}}))
+    .unwrap();
+    let deployment = read.deployment.unwrap();
+    assert_eq!(deployment.env.unwrap()[0].name, "LOG_LEVEL");
+    assert_eq!(
+        deployment.node_selector.unwrap()["kubernetes.io/os"],
+        "linux"
+    );
+    // OLM v0's `selector` was never used; upstream v1 refuses it too.
+    let selector = refused(json!({"deploymentConfig": {"selector": {}}}));
+    assert!(
+        selector.starts_with(
+            "invalid configuration (spec.config): \"deploymentConfig\": unknown field `selector`"
+        ),
+        "{selector}"
+    );
+    let wrong = refused(json!({"deploymentConfig": {"env": "LOG_LEVEL=debug"}}));
+    assert!(wrong.contains("invalid type"), "{wrong}");
+    let nameless = refused(json!({"deploymentConfig": {"env": [{"value": "x"}]}}));
+    assert!(
+        nameless.ends_with("\"deploymentConfig\": env[0]: required field \"name\" is missing"),
+        "{nameless}"
+    );
+    let pathless = refused(json!({"deploymentConfig": {"volumeMounts": [{"name": "v"}]}}));
+    assert!(pathless.contains("mountPath"), "{pathless}");
 }
 
 #[test]

@@ -41,6 +41,7 @@ fn op(name: &str) -> Operator {
             namespace: None,
             watch_namespace: None,
             target_namespaces: None,
+            deployment_config: None,
         },
     )
 }

@@ -22,6 +22,7 @@
 //! one read), v1beta1 CRDs (no server of 1.22 or later serves them), and the same object twice.
 
 pub mod csv;
+pub mod deployment_config;
 pub mod kinds;
 pub mod modes;
 pub mod names;
@@ -230,7 +231,12 @@ pub fn objects_for(tree: &Tree, settings: &Settings) -> Result<Vec<Object>, Regi
     }
     out.extend(crds);
     out.extend(others);
-    out.extend(deployments(&csv, &namespace, &mode));
+    out.extend(deployments(
+        &csv,
+        &namespace,
+        &mode,
+        settings.deployment.as_ref(),
+    ));
     let mut seen = BTreeSet::new();
     for o in &out {
         if !seen.insert(&o.key) {
@@ -388,8 +394,14 @@ fn placed(mut other: Object, namespace: &str) -> Result<Object, RegistryError> {
     Ok(other)
 }
 
-/// The CSV's Deployments, their operators watching as `mode` says.
-fn deployments(csv: &Csv, namespace: &str, mode: &Mode) -> Vec<Object> {
+/// The CSV's Deployments, their operators watching as `mode` says, with the per-install
+/// settings `config`.
+fn deployments(
+    csv: &Csv,
+    namespace: &str,
+    mode: &Mode,
+    config: Option<&deployment_config::DeploymentConfig>,
+) -> Vec<Object> {
     csv.spec
         .install
         .spec
@@ -420,6 +432,9 @@ fn deployments(csv: &Csv, namespace: &str, mode: &Mode) -> Vec<Object> {
             let mut metadata = json!({"name": d.name, "namespace": namespace});
             if let Some(labels) = &d.label {
                 metadata["labels"] = json!(labels);
+            }
+            if let (Some(config), Value::Object(meta)) = (config, &mut metadata) {
+                deployment_config::apply(config, meta, &mut spec);
             }
             made(
                 "apps/v1",

@@ -248,6 +248,7 @@ fn a_multi_namespace_operator_gets_roles_in_each_target_and_its_own_namespace() 
     let settings = Settings {
         namespace: Some("ops".into()),
         watch: Some(vec!["team-b".into(), "team-a".into()]),
+        deployment: None,
     };
     let out = objects_for(
         &bundle(&[
@@ -295,6 +296,7 @@ fn a_mode_the_csv_does_not_support_is_a_mode_error_naming_both() {
     let all = Settings {
         namespace: None,
         watch: Some(vec![String::new()]),
+        deployment: None,
     };
     let refused = objects_for(&only_single, &all).unwrap_err();
     assert_eq!(
