@@ -3,7 +3,8 @@
 //! that supports only OwnNamespace installs into its namespace with its Role there and runs; a
 //! SingleNamespace install watches another namespace, with its Role there (and in its own),
 //! not cluster-wide; a MultiNamespace install gets its Role in both watched namespaces; a mode
-//! the CSV does not support is refused naming both, with nothing applied. What each
+//! the CSV does not support is refused naming both, with nothing applied; a per-install
+//! setting (`deploymentConfig`) is on the Deployment, and a change of it is applied again. What each
 //! ServiceAccount may do is asked of the API server (SubjectAccessReview), not read from the
 //! objects.
 
@@ -15,7 +16,7 @@ use k8s_openapi::api::authorization::v1::{
 };
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::rbac::v1::Role;
-use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
+use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use olm_api::bundle_deployment::BundleDeployment;
 use olm_e2e::context::TestContext;
 use olm_e2e::images::{Entry, layer, push};
@@ -182,6 +183,26 @@ async fn targets(ctx: &TestContext, namespace: &str) -> String {
     annotations["olm.targetNamespaces"].clone()
 }
 
+/// The `GREETING` variable of the operator installed in `namespace`, and (checked) the
+/// `team` annotation its settings put on the Deployment.
+async fn greeting_of(ctx: &TestContext, namespace: &str) -> Option<String> {
+    let deployment = Api::<Deployment>::namespaced(ctx.client.clone(), namespace)
+        .get("watcher")
+        .await
+        .unwrap();
+    assert_eq!(
+        deployment.metadata.annotations.unwrap_or_default()["team"],
+        "e2e"
+    );
+    let spec = deployment.spec?;
+    let container = spec.template.spec?.containers.into_iter().next()?;
+    container
+        .env?
+        .into_iter()
+        .find(|e| e.name == "GREETING")
+        .and_then(|e| e.value)
+}
+
 /// The namespaces of `candidates` holding a Role (only the operators' are made in them).
 async fn roles_in(ctx: &TestContext, candidates: &[&str]) -> Vec<String> {
     let mut found = Vec::new();
@@ -206,7 +227,8 @@ async fn registry_operators_install_in_every_mode_with_their_roles_where_they_wa
     let busybox = push_busybox(&registry().unwrap(), "1.36").await.unwrap();
     let elsewhere = ctx.namespace.clone();
 
-    // OwnNamespace only, nothing asked: its own namespace, `<package>-system`, made for it.
+    // OwnNamespace only, no namespace asked: its own namespace, `<package>-system`, made for
+    // it; with a per-install setting of its Deployment.
     let own_package = ctx.name("own");
     let own_image = push_bundle(
         &ctx,
@@ -214,7 +236,11 @@ async fn registry_operators_install_in_every_mode_with_their_roles_where_they_wa
         &bundle(&own_package, &["OwnNamespace"], &busybox),
     )
     .await;
-    let own = deploy(&ctx, "own", &own_image, None).await;
+    let greeting = |value: &str| {
+        json!({"deploymentConfig": {"env": [{"name": "GREETING", "value": value}],
+                                    "annotations": {"team": "e2e"}}})
+    };
+    let own = deploy(&ctx, "own", &own_image, Some(greeting("hello"))).await;
     // SingleNamespace: installed in one namespace, watching another.
     let single_home = namespace(&ctx, "single-home").await;
     let watched = namespace(&ctx, "watched").await;
@@ -283,6 +309,31 @@ async fn registry_operators_install_in_every_mode_with_their_roles_where_they_wa
     );
     assert!(may_list_config_maps(&ctx, &own_home, &own_home).await);
     assert!(!may_list_config_maps(&ctx, &own_home, &elsewhere).await);
+    assert_eq!(greeting_of(&ctx, &own_home).await, Some("hello".into()));
+    // A changed setting is applied again.
+    let before = bds.get(&own).await.unwrap().status.unwrap().active_bundle;
+    bds.patch(
+        &own,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"config": greeting("goodbye")}})),
+    )
+    .await
+    .unwrap();
+    wait_for(
+        &bds,
+        &own,
+        "installed with the new setting",
+        WAIT,
+        move |bd| {
+            condition(bd, "Installed").is_some_and(|(s, _, _)| s == "True")
+                && bd
+                    .and_then(|b| b.status.as_ref())
+                    .is_some_and(|s| s.active_bundle != before)
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(greeting_of(&ctx, &own_home).await, Some("goodbye".into()));
 
     healthy(&bds, &single).await;
     assert_eq!(targets(&ctx, &single_home).await, watched);
