@@ -30,6 +30,10 @@ pub const CRDS: &str = "olm-rs.io/applied-crds";
 /// Namespace carries no owner reference, so that no garbage collection deletes it and what it
 /// holds past the keep rule).
 pub const NAMESPACE_OBJECTS: &str = "olm-rs.io/applied-namespaces";
+/// The parent's annotation naming the install namespace of a registry+v1 set (ours): a
+/// namespace the user named is no Namespace of the set, yet moving away from it leaves what
+/// users keep there behind, so the move check needs it recorded.
+pub const INSTALL_NAMESPACE: &str = "olm-rs.io/install-namespace";
 /// Our tooling value.
 pub const OUR_TOOLING: &str = "olm-provisioner/v1";
 /// The label on a CRD that lets kubectl take its custom resources as ApplySet parents (the
@@ -63,6 +67,8 @@ pub struct Spans {
     pub crds: BTreeSet<String>,
     /// The name of every Namespace member.
     pub namespace_objects: BTreeSet<String>,
+    /// The install namespace, for a set that has one (registry+v1).
+    pub install_namespace: Option<String>,
 }
 
 impl Spans {
@@ -87,14 +93,24 @@ impl Spans {
         spans
     }
 
+    /// These spans, of a set installed in `namespace`.
+    pub fn installed_in(mut self, namespace: Option<&str>) -> Spans {
+        self.install_namespace = namespace.map(str::to_owned);
+        self
+    }
+
     /// The annotation values (sorted, comma-separated).
-    pub fn annotations(&self) -> [(&'static str, String); 4] {
+    pub fn annotations(&self) -> [(&'static str, String); 5] {
         let join = |set: &BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>().join(",");
         [
             (GROUP_KINDS, join(&self.group_kinds)),
             (NAMESPACES, join(&self.namespaces)),
             (CRDS, join(&self.crds)),
             (NAMESPACE_OBJECTS, join(&self.namespace_objects)),
+            (
+                INSTALL_NAMESPACE,
+                self.install_namespace.clone().unwrap_or_default(),
+            ),
         ]
     }
 
@@ -104,6 +120,7 @@ impl Spans {
         namespaces: Option<&str>,
         crds: Option<&str>,
         namespace_objects: Option<&str>,
+        install_namespace: Option<&str>,
     ) -> Spans {
         let split = |v: Option<&str>| {
             v.unwrap_or_default()
@@ -118,6 +135,10 @@ impl Spans {
             namespaces: split(namespaces),
             crds: split(crds),
             namespace_objects: split(namespace_objects),
+            install_namespace: install_namespace
+                .map(str::trim)
+                .filter(|n| !n.is_empty())
+                .map(str::to_owned),
         }
     }
 
@@ -137,6 +158,10 @@ impl Spans {
                 .union(&other.namespace_objects)
                 .cloned()
                 .collect(),
+            install_namespace: other
+                .install_namespace
+                .clone()
+                .or_else(|| self.install_namespace.clone()),
         }
     }
 }
@@ -184,7 +209,10 @@ mod tests {
             (ns_key, nss),
             (crd_key, crds),
             (nso_key, nsos),
+            (home_key, home),
         ] = spans.annotations();
+        assert_eq!(home_key, INSTALL_NAMESPACE);
+        assert_eq!(home, "");
         assert_eq!(gk_key, GROUP_KINDS);
         assert_eq!(
             gks,
@@ -197,10 +225,34 @@ mod tests {
         assert_eq!(nso_key, NAMESPACE_OBJECTS);
         assert_eq!(nsos, "");
         assert_eq!(
-            Spans::parse(Some(&gks), Some(&nss), Some(&crds), Some(&nsos)),
+            Spans::parse(
+                Some(&gks),
+                Some(&nss),
+                Some(&crds),
+                Some(&nsos),
+                Some(&home)
+            ),
             spans
         );
-        assert_eq!(Spans::parse(None, Some(""), None, None), Spans::default());
+        assert_eq!(
+            Spans::parse(None, Some(""), None, None, None),
+            Spans::default()
+        );
+        let home = spans.clone().installed_in(Some("shop"));
+        let [.., (_, recorded)] = home.annotations();
+        assert_eq!(recorded, "shop");
+        assert_eq!(
+            Spans::parse(None, None, None, None, Some("shop")).install_namespace,
+            Some("shop".into())
+        );
+        // The new set's install namespace wins over the old one's.
+        assert_eq!(
+            Spans::default()
+                .installed_in(Some("old"))
+                .union(&home)
+                .install_namespace,
+            Some("shop".into())
+        );
         let ns = Spans::of(&[key("", "Namespace", None, "shop")]);
         assert_eq!(ns.namespace_objects, BTreeSet::from(["shop".to_owned()]));
         let other = Spans::of(&[key("", "Secret", Some("x"), "s")]);

@@ -1,6 +1,7 @@
-//! An upgrade that would move the install namespace: the installed set has a Namespace the new
-//! one lacks, and the new one brings a Namespace of its own (a registry+v1 bundle whose CSV
-//! suggests another namespace, a plain bundle that renames its own). Moving would leave the
+//! An upgrade that would move the install namespace: the installed set has a Namespace (or a
+//! recorded install namespace) the new one lacks, and the new one brings one of its own (a
+//! registry+v1 bundle whose CSV suggests another namespace, or whose `spec.config` names
+//! another, a plain bundle that renames its own). Moving would leave the
 //! old namespace, and whatever users put there for the operator (its custom resources, claims,
 //! Secrets), behind the operator's back, or delete it with them; so it is refused before
 //! anything is applied, unless the admin says so on the BundleDeployment.

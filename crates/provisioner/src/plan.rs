@@ -88,11 +88,19 @@ pub fn plan(bd: &BundleDeployment) -> Plan {
     }
 }
 
-/// The bundle name of `bd`'s template and, when it has one, its `spec.config`: a change of
-/// either is a new install (a BundleDeployment without a config keeps the name it had).
+/// The bundle name of `bd`'s template and, for a registry+v1 one with a `spec.config`, its
+/// config: a change of either is a new install (a BundleDeployment without a config, and a plain
+/// one, whose config is not read, keep the name they had).
 pub fn wanted_of(bd: &BundleDeployment) -> Installed {
     let template = serde_json::to_value(&bd.spec.template).unwrap_or_default();
-    let value = match bd.spec.config.as_ref().filter(|c| !c.is_empty()) {
+    let registry = bd.spec.template.spec.provisioner_class_name
+        == olm_api::bundle_deployment::REGISTRY_PROVISIONER;
+    let value = match bd
+        .spec
+        .config
+        .as_ref()
+        .filter(|c| registry && !c.is_empty())
+    {
         Some(config) => serde_json::json!({"template": template, "config": config}),
         None => template,
     };
@@ -230,6 +238,11 @@ mod tests {
             unreachable!("{:?}", plan(&single));
         };
         assert_eq!(settings.watch, Some(vec!["team-a".to_owned()]));
+        // A plain bundle's config is not read: it is not part of what is installed.
+        let mut plain = bd(PLAIN_PROVISIONER, PLAIN_PROVISIONER, "image");
+        let unconfigured = wanted_of(&plain);
+        plain.spec.config = serde_json::json!({"anything": 1}).as_object().cloned();
+        assert_eq!(wanted_of(&plain), unconfigured);
         let mut bad = b;
         let config = serde_json::json!({"watchNamespace": "Team A"});
         bad.spec.config = config.as_object().cloned();

@@ -70,19 +70,32 @@ impl Applier {
     /// Installs `objects` as the whole set of `owner`, then removes what its set had beyond
     /// them (nothing when the install fails: the old version stays as it was).
     pub async fn sync(&self, owner: &Owner, objects: Vec<Object>) -> Result<Synced, ApplyError> {
+        self.sync_in(owner, objects, None).await
+    }
+
+    /// [`Applier::sync`], recording `install_namespace` as the set's (registry+v1).
+    pub async fn sync_in(
+        &self,
+        owner: &Owner,
+        objects: Vec<Object>,
+        install_namespace: Option<&str>,
+    ) -> Result<Synced, ApplyError> {
         let recorded = self.recorded(owner).await?;
         // Where a namespace-less object may go; for a cluster-scoped one this adds a namespace
         // to the record for nothing, which is harmless.
         let keys: Vec<Key> = objects.iter().map(|o| self.placed_key(&o.key)).collect();
-        let wanted = Spans::of(&keys);
+        let wanted = Spans::of(&keys).installed_in(install_namespace);
         self.record(owner, &recorded.union(&wanted)).await?;
         let applied = self.install(owner, objects).await?;
         let keep: BTreeSet<Key> = applied.iter().map(|a| a.key.clone()).collect();
         let live = self.members(owner, &recorded.union(&wanted)).await?;
         let gone = removal(live, &keep);
         let (removed, kept) = self.remove(owner, &gone, &keep).await?;
-        self.record(owner, &Spans::of(applied.iter().map(|a| &a.key)))
-            .await?;
+        self.record(
+            owner,
+            &Spans::of(applied.iter().map(|a| &a.key)).installed_in(install_namespace),
+        )
+        .await?;
         Ok(Synced {
             applied,
             removed,
@@ -105,18 +118,21 @@ impl Applier {
     }
 
     /// The Namespaces `owner` applied, by name: those the parent records that still carry our
-    /// marks.
+    /// marks; and the install namespace it recorded, if any (one the user named is no
+    /// Namespace of the set).
     pub async fn applied_namespaces(&self, owner: &Owner) -> Result<BTreeSet<String>, ApplyError> {
         let recorded = self.recorded(owner).await?;
+        let mut namespaces: BTreeSet<String> = recorded.install_namespace.iter().cloned().collect();
         if !recorded.group_kinds.contains("Namespace") {
-            return Ok(BTreeSet::new());
+            return Ok(namespaces);
         }
-        Ok(self
-            .members_of(owner, &recorded, "", "Namespace")
-            .await?
-            .into_iter()
-            .map(|m| m.key.name)
-            .collect())
+        namespaces.extend(
+            self.members_of(owner, &recorded, "", "Namespace")
+                .await?
+                .into_iter()
+                .map(|m| m.key.name),
+        );
+        Ok(namespaces)
     }
 
     /// What the parent records of the set.
@@ -136,6 +152,7 @@ impl Applier {
             get(applyset::NAMESPACES),
             get(applyset::CRDS),
             get(applyset::NAMESPACE_OBJECTS),
+            get(applyset::INSTALL_NAMESPACE),
         ))
     }
 

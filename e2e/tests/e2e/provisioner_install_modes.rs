@@ -4,7 +4,8 @@
 //! SingleNamespace install watches another namespace, with its Role there (and in its own),
 //! not cluster-wide; a MultiNamespace install gets its Role in both watched namespaces; a mode
 //! the CSV does not support is refused naming both, with nothing applied; a per-install
-//! setting (`deploymentConfig`) is on the Deployment, and a change of it is applied again. What each
+//! setting (`deploymentConfig`) is on the Deployment, and a change of it is applied again;
+//! naming another install namespace is refused as a move. What each
 //! ServiceAccount may do is asked of the API server (SubjectAccessReview), not read from the
 //! objects.
 
@@ -346,6 +347,38 @@ async fn registry_operators_install_in_every_mode_with_their_roles_where_they_wa
         !may_list_config_maps(&ctx, &single_home, &elsewhere).await,
         "a SingleNamespace operator's permissions are not cluster-wide"
     );
+    // Naming another install namespace is a move, refused as any: what users keep in the old
+    // one would be left behind. Named back, it is installed again.
+    let config =
+        |home: &str| json!({"spec": {"config": {"namespace": home, "watchNamespace": watched}}});
+    bds.patch(
+        &single,
+        &PatchParams::default(),
+        &Patch::Merge(config(&refused_home)),
+    )
+    .await
+    .unwrap();
+    let moved = wait_for(&bds, &single, "a move refused", WAIT, |bd| {
+        condition(bd, "Installed")
+            .is_some_and(|(s, r, _)| s == "False" && r == "InstallNamespaceChangeRefused")
+    })
+    .await
+    .unwrap();
+    let (_, _, message) = condition(Some(&moved), "Installed").unwrap();
+    assert!(
+        message.contains(&format!(
+            "would move from {single_home:?} to {refused_home:?}"
+        )),
+        "{message}"
+    );
+    bds.patch(
+        &single,
+        &PatchParams::default(),
+        &Patch::Merge(config(&single_home)),
+    )
+    .await
+    .unwrap();
+    healthy(&bds, &single).await;
 
     healthy(&bds, &multi).await;
     assert_eq!(

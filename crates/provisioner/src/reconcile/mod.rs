@@ -402,13 +402,22 @@ async fn install(
             (objects, share)
         }
     };
+    let namespace_objects = objects
+        .iter()
+        .filter(|o| o.key.group.is_empty() && o.key.kind == "Namespace")
+        .map(|o| o.key.name.clone());
+    // A registry+v1 set's install namespace: the one named, else the one it makes.
+    let home = match format {
+        Format::Registry => settings
+            .namespace
+            .clone()
+            .or_else(|| namespace_objects.clone().next()),
+        Format::Plain => None,
+    };
     match ctx.applier.applied_namespaces(owner).await {
         Ok(installed) => {
-            let wanted: std::collections::BTreeSet<String> = objects
-                .iter()
-                .filter(|o| o.key.group.is_empty() && o.key.kind == "Namespace")
-                .map(|o| o.key.name.clone())
-                .collect();
+            let wanted: std::collections::BTreeSet<String> =
+                namespace_objects.chain(home.clone()).collect();
             let allowed = crate::namespace_move::allowed(bd.annotations());
             if let Some(m) = crate::namespace_move::refusal(&installed, &wanted, allowed) {
                 return Attempt::NamespaceMove(m);
@@ -426,7 +435,7 @@ async fn install(
     // What this sync writes, its watch may not have seen yet: health is read afresh after it.
     ctx.forget_health_reads(&owner.name, None);
     let timer = ctx.metrics.apply_duration.start_timer();
-    let synced = ctx.applier.sync(owner, objects).await;
+    let synced = ctx.applier.sync_in(owner, objects, home.as_deref()).await;
     timer.observe_duration();
     match synced {
         Ok(synced) => {

@@ -17,8 +17,8 @@
 //!   CSV's annotations (and `olm.targetNamespaces`, `olm.operatorNamespace`) on their Pod
 //!   templates and `revisionHistoryLimit: 1`.
 //!
-//! Refused, with upstream's words: an install mode the CSV does not support, webhooks, owned
-//! APIServices, no package name; beyond upstream, more than one CSV (upstream keeps the last
+//! Refused: an install mode the CSV does not support (see [`modes`]); with upstream's words,
+//! webhooks, owned APIServices, no package name; beyond upstream, more than one CSV (upstream keeps the last
 //! one read), v1beta1 CRDs (no server of 1.22 or later serves them), and the same object twice.
 
 pub mod csv;
@@ -195,7 +195,6 @@ pub fn objects_for(tree: &Tree, settings: &Settings) -> Result<Vec<Object>, Regi
                 .cloned()
         })
         .unwrap_or_else(|| format!("{package}-system"));
-    let mode = modes::decide(&csv, &namespace, settings.watch.as_deref())?;
 
     let others = others
         .into_iter()
@@ -213,7 +212,6 @@ pub fn objects_for(tree: &Tree, settings: &Settings) -> Result<Vec<Object>, Regi
             .into_iter()
             .filter(|a| !shipped.contains(&a.key)),
     );
-    out.extend(rbac::objects(&csv, &namespace, &mode));
     for crd in &crds {
         if crd.api_version == "apiextensions.k8s.io/v1beta1" {
             return Err(RegistryError::BetaCrd(crd.key.name.clone()));
@@ -229,6 +227,9 @@ pub fn objects_for(tree: &Tree, settings: &Settings) -> Result<Vec<Object>, Regi
     {
         return Err(RegistryError::MissingOwnedCrd(missing.name.clone()));
     }
+    // The mode last: a bundle that is not valid is said to be so first, as upstream says it.
+    let mode = modes::decide(&csv, &namespace, settings.watch.as_deref())?;
+    out.extend(rbac::objects(&csv, &namespace, &mode));
     out.extend(crds);
     out.extend(others);
     out.extend(deployments(
