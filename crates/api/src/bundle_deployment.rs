@@ -62,7 +62,7 @@ pub struct BundleDeploymentSpec {
     pub template: BundleTemplate,
     /// Provisioner-specific configuration.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
+    #[schemars(schema_with = "crate::schema::free_form_schema")]
     pub config: Option<serde_json::Map<String, serde_json::Value>>,
 }
 

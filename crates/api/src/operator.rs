@@ -110,7 +110,7 @@ pub struct OperatorSpec {
     /// `affinity`, `volumes`, `volumeMounts`, `annotations`. Checked by the provisioner
     /// (docs/provisioner.md, "Per-install settings").
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
+    #[schemars(schema_with = "crate::schema::free_form_schema")]
     pub deployment_config: Option<serde_json::Map<String, serde_json::Value>>,
 }
 

@@ -15,6 +15,18 @@ pub fn duration_schema(_: &mut schemars::SchemaGenerator) -> Schema {
     })
 }
 
+/// Schema of a free-form object kept whole: `x-kubernetes-preserve-unknown-fields` and no
+/// `additionalProperties`. With `additionalProperties: true` (what a JSON map's schema says) the
+/// API server prunes every key of every object nested in it, as one with no schema: a
+/// `deploymentConfig: {env: [...]}` would be stored as `deploymentConfig: {}`.
+pub fn free_form_schema(_: &mut schemars::SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "object",
+        "nullable": true,
+        "x-kubernetes-preserve-unknown-fields": true,
+    })
+}
+
 /// The shortest poll interval the API accepts: a shorter one would hammer the source.
 pub const MIN_POLL_INTERVAL: &str = "5s";
 /// The longest: 7 days (longer is no polling at all, and leave the field out for that).

@@ -158,3 +158,43 @@ fn bundle_deployments_are_an_applyset_parent_type() {
         assert!(other.metadata.labels.is_none(), "{:?}", other.metadata.name);
     }
 }
+
+/// Paths of schemas that keep unknown fields yet say `additionalProperties: true`: the API
+/// server then prunes every key of objects nested in them (as of a schema-less value).
+fn find_pruning_free_form(value: &serde_json::Value, path: &str, found: &mut Vec<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            if map.get("x-kubernetes-preserve-unknown-fields") == Some(&serde_json::json!(true))
+                && map.get("additionalProperties") == Some(&serde_json::json!(true))
+            {
+                found.push(path.to_owned());
+            }
+            for (k, v) in map {
+                find_pruning_free_form(v, &format!("{path}.{k}"), found);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                find_pruning_free_form(v, &format!("{path}[{i}]"), found);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn free_form_fields_keep_what_is_nested_in_them() {
+    let mut found = Vec::new();
+    for crd in olm_api::crds::all() {
+        let json = serde_json::to_value(&crd).unwrap();
+        find_pruning_free_form(
+            &json,
+            crd.metadata.name.as_deref().unwrap_or("?"),
+            &mut found,
+        );
+    }
+    assert!(
+        found.is_empty(),
+        "free-form fields whose nested objects the API server would prune: {found:#?}"
+    );
+}

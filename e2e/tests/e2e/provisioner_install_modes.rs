@@ -191,9 +191,12 @@ async fn greeting_of(ctx: &TestContext, namespace: &str) -> Option<String> {
         .get("watcher")
         .await
         .unwrap();
+    let annotations = deployment.metadata.annotations.clone().unwrap_or_default();
     assert_eq!(
-        deployment.metadata.annotations.unwrap_or_default()["team"],
-        "e2e"
+        annotations.get("team").map(String::as_str),
+        Some("e2e"),
+        "{:?}",
+        deployment.metadata
     );
     let spec = deployment.spec?;
     let container = spec.template.spec?.containers.into_iter().next()?;
