@@ -53,44 +53,60 @@ fn no_file_in_the_crd_folders_is_left_over() {
     }
 }
 
-fn find_unsigned(value: &serde_json::Value, path: &str, found: &mut Vec<String>) {
+/// Calls `f` with every object in `value` and its path (`<crd>.spec.versions[0]…`).
+fn each_object(
+    value: &serde_json::Value,
+    path: &str,
+    f: &mut impl FnMut(&serde_json::Map<String, serde_json::Value>, &str),
+) {
     match value {
         serde_json::Value::Object(map) => {
-            if let Some(format) = map.get("format").and_then(|f| f.as_str())
-                && format.starts_with("uint")
-            {
-                found.push(format!("{path}: format {format}"));
-            }
-            if map.get("minimum").and_then(|m| m.as_f64()) == Some(0.0)
-                && map.get("type").and_then(|t| t.as_str()) == Some("integer")
-                && map.get("format").is_none()
-            {
-                found.push(format!("{path}: integer with minimum 0 and no format"));
-            }
+            f(map, path);
             for (k, v) in map {
-                find_unsigned(v, &format!("{path}.{k}"), found);
+                each_object(v, &format!("{path}.{k}"), f);
             }
         }
         serde_json::Value::Array(items) => {
             for (i, v) in items.iter().enumerate() {
-                find_unsigned(v, &format!("{path}[{i}]"), found);
+                each_object(v, &format!("{path}[{i}]"), f);
             }
         }
         _ => {}
     }
 }
 
-#[test]
-fn no_schema_uses_unsigned_integers() {
+/// What `check` finds in every CRD's schemas (each finding with its path).
+fn found_in_crds(
+    mut check: impl FnMut(&serde_json::Map<String, serde_json::Value>) -> Option<String>,
+) -> Vec<String> {
     let mut found = Vec::new();
     for crd in olm_api::crds::all() {
         let json = serde_json::to_value(&crd).unwrap();
-        find_unsigned(
+        each_object(
             &json,
             crd.metadata.name.as_deref().unwrap_or("?"),
-            &mut found,
+            &mut |map, path| {
+                if let Some(what) = check(map) {
+                    found.push(format!("{path}{what}"));
+                }
+            },
         );
     }
+    found
+}
+
+#[test]
+fn no_schema_uses_unsigned_integers() {
+    let found = found_in_crds(|map| {
+        let format = map.get("format").and_then(|f| f.as_str());
+        if let Some(format) = format.filter(|f| f.starts_with("uint")) {
+            return Some(format!(": format {format}"));
+        }
+        (map.get("minimum").and_then(|m| m.as_f64()) == Some(0.0)
+            && map.get("type").and_then(|t| t.as_str()) == Some("integer")
+            && format.is_none())
+        .then(|| ": integer with minimum 0 and no format".to_owned())
+    });
     assert!(
         found.is_empty(),
         "unsigned integers in CRD schemas: {found:#?}"
@@ -159,40 +175,15 @@ fn bundle_deployments_are_an_applyset_parent_type() {
     }
 }
 
-/// Paths of schemas that keep unknown fields yet say `additionalProperties: true`: the API
-/// server then prunes every key of objects nested in them (as of a schema-less value).
-fn find_pruning_free_form(value: &serde_json::Value, path: &str, found: &mut Vec<String>) {
-    match value {
-        serde_json::Value::Object(map) => {
-            if map.get("x-kubernetes-preserve-unknown-fields") == Some(&serde_json::json!(true))
-                && map.get("additionalProperties") == Some(&serde_json::json!(true))
-            {
-                found.push(path.to_owned());
-            }
-            for (k, v) in map {
-                find_pruning_free_form(v, &format!("{path}.{k}"), found);
-            }
-        }
-        serde_json::Value::Array(items) => {
-            for (i, v) in items.iter().enumerate() {
-                find_pruning_free_form(v, &format!("{path}[{i}]"), found);
-            }
-        }
-        _ => {}
-    }
-}
-
 #[test]
 fn free_form_fields_keep_what_is_nested_in_them() {
-    let mut found = Vec::new();
-    for crd in olm_api::crds::all() {
-        let json = serde_json::to_value(&crd).unwrap();
-        find_pruning_free_form(
-            &json,
-            crd.metadata.name.as_deref().unwrap_or("?"),
-            &mut found,
-        );
-    }
+    // A schema that keeps unknown fields yet says `additionalProperties: true`: the API server
+    // then prunes every key of objects nested in it (as of a schema-less value).
+    let found = found_in_crds(|map| {
+        (map.get("x-kubernetes-preserve-unknown-fields") == Some(&serde_json::json!(true))
+            && map.get("additionalProperties") == Some(&serde_json::json!(true)))
+        .then(String::new)
+    });
     assert!(
         found.is_empty(),
         "free-form fields whose nested objects the API server would prune: {found:#?}"

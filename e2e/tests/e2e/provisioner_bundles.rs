@@ -16,7 +16,7 @@ use olm_e2e::wait::{wait_for, wait_for_deletion};
 use serde_json::json;
 
 /// Pushes a bundle image of `entries` as `<ns>/<name>:v1`; its reference by tag.
-async fn bundle_image(ctx: &TestContext, name: &str, entries: &[Entry]) -> String {
+pub(crate) async fn bundle_image(ctx: &TestContext, name: &str, entries: &[Entry]) -> String {
     let registry = olm_e2e::registry::plain().unwrap();
     let repository = format!("{}/{name}", ctx.namespace);
     push(

@@ -17,16 +17,18 @@ use k8s_openapi::api::authorization::v1::{
 };
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::rbac::v1::Role;
-use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use olm_api::bundle_deployment::BundleDeployment;
 use olm_e2e::context::TestContext;
-use olm_e2e::images::{Entry, layer, push};
+use olm_e2e::images::Entry;
 use olm_e2e::manager::provisioner;
 use olm_e2e::node::{push_busybox, registry};
 use olm_e2e::wait::{wait_for, wait_for_deletion};
 use serde_json::{Value, json};
 
-use crate::provisioner_bundles::condition;
+use crate::provisioner_bundles::{bundle_image, condition};
+use crate::provisioner_ownership::extra_namespace;
+use crate::provisioner_registry::registry_bundle;
 
 const WAIT: Duration = Duration::from_secs(180);
 const ACCOUNT: &str = "watcher";
@@ -70,33 +72,7 @@ fn bundle(package: &str, modes: &[&str], busybox: &str) -> Vec<Entry> {
             }},
         },
     });
-    vec![
-        Entry::Dir("manifests".into()),
-        Entry::File("manifests/csv.json".into(), csv.to_string().into_bytes()),
-        Entry::Dir("metadata".into()),
-        Entry::File(
-            "metadata/annotations.yaml".into(),
-            format!(
-                "annotations:\n  operators.operatorframework.io.bundle.package.v1: {package}\n"
-            )
-            .into_bytes(),
-        ),
-    ]
-}
-
-async fn push_bundle(ctx: &TestContext, name: &str, entries: &[Entry]) -> String {
-    let registry = olm_e2e::registry::plain().unwrap();
-    let repository = format!("{}/{name}", ctx.namespace);
-    push(
-        registry,
-        &repository,
-        "v1",
-        &[layer(entries)],
-        &Default::default(),
-    )
-    .await
-    .unwrap();
-    format!("{}/{repository}:v1", registry.host)
+    registry_bundle(package, &csv, &[])
 }
 
 /// A BundleDeployment of the registry+v1 image `image` with `config`.
@@ -114,24 +90,6 @@ async fn deploy(ctx: &TestContext, name: &str, image: &str, config: Option<Value
     .unwrap();
     Api::<BundleDeployment>::all(ctx.client.clone())
         .create(&PostParams::default(), &bd)
-        .await
-        .unwrap();
-    name
-}
-
-/// A namespace of this test's besides its own (the clean-up deletes it).
-async fn namespace(ctx: &TestContext, suffix: &str) -> String {
-    let name = ctx.name(suffix);
-    let ns = Namespace {
-        metadata: ObjectMeta {
-            name: Some(name.clone()),
-            labels: Some(ctx.namespace_labels()),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    Api::<Namespace>::all(ctx.client.clone())
-        .create(&PostParams::default(), &ns)
         .await
         .unwrap();
     name
@@ -234,7 +192,7 @@ async fn registry_operators_install_in_every_mode_with_their_roles_where_they_wa
     // OwnNamespace only, no namespace asked: its own namespace, `<package>-system`, made for
     // it; with a per-install setting of its Deployment.
     let own_package = ctx.name("own");
-    let own_image = push_bundle(
+    let own_image = bundle_image(
         &ctx,
         "own",
         &bundle(&own_package, &["OwnNamespace"], &busybox),
@@ -246,9 +204,9 @@ async fn registry_operators_install_in_every_mode_with_their_roles_where_they_wa
     };
     let own = deploy(&ctx, "own", &own_image, Some(greeting("hello"))).await;
     // SingleNamespace: installed in one namespace, watching another.
-    let single_home = namespace(&ctx, "single-home").await;
-    let watched = namespace(&ctx, "watched").await;
-    let single_image = push_bundle(
+    let single_home = extra_namespace(&ctx, "single-home").await;
+    let watched = extra_namespace(&ctx, "watched").await;
+    let single_image = bundle_image(
         &ctx,
         "single",
         &bundle(
@@ -266,12 +224,12 @@ async fn registry_operators_install_in_every_mode_with_their_roles_where_they_wa
     )
     .await;
     // MultiNamespace: two watched namespaces, named out of order.
-    let multi_home = namespace(&ctx, "multi-home").await;
+    let multi_home = extra_namespace(&ctx, "multi-home").await;
     let (team_a, team_b) = (
-        namespace(&ctx, "team-a").await,
-        namespace(&ctx, "team-b").await,
+        extra_namespace(&ctx, "team-a").await,
+        extra_namespace(&ctx, "team-b").await,
     );
-    let multi_image = push_bundle(
+    let multi_image = bundle_image(
         &ctx,
         "multi",
         &bundle(&ctx.name("multi"), &["MultiNamespace"], &busybox),
@@ -285,8 +243,8 @@ async fn registry_operators_install_in_every_mode_with_their_roles_where_they_wa
     )
     .await;
     // A mode the CSV does not support: refused, naming both.
-    let refused_home = namespace(&ctx, "refused-home").await;
-    let refused_image = push_bundle(
+    let refused_home = extra_namespace(&ctx, "refused-home").await;
+    let refused_image = bundle_image(
         &ctx,
         "refused",
         &bundle(

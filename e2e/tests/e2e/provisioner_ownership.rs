@@ -35,7 +35,7 @@ fn forged(ctx: &TestContext, owner: &Owner, namespace: &str, name: &str) -> Conf
 }
 
 /// A namespace of the test's own besides its namespace (deleted by the clean-up).
-async fn extra_namespace(ctx: &TestContext, suffix: &str) -> String {
+pub(crate) async fn extra_namespace(ctx: &TestContext, suffix: &str) -> String {
     let name = ctx.name(suffix);
     let ns = Namespace {
         metadata: kube::api::ObjectMeta {

@@ -17,8 +17,8 @@ use kube::api::{Api, DeleteParams, PostParams};
 use olm_api::bundle_deployment::BundleDeployment;
 use olm_e2e::context::TestContext;
 
-use crate::provisioner_bundles::condition;
-use olm_e2e::images::{Entry, layer, push};
+use crate::provisioner_bundles::{bundle_image, condition};
+use olm_e2e::images::Entry;
 use olm_e2e::manager::provisioner;
 use olm_e2e::wait::{wait_for, wait_for_deletion};
 use serde_json::{Value, json};
@@ -59,10 +59,20 @@ fn small_bundle(package: &str, spec: Value) -> Vec<Entry> {
         base.extend(extra);
     }
     let config = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}});
-    vec![
+    registry_bundle(package, &csv, &[("cm.json", &config)])
+}
+
+/// A registry+v1 bundle of package `package`: `csv` and `others` (file name, object) in
+/// `manifests/`, the package named in `metadata/annotations.yaml`.
+pub(crate) fn registry_bundle(package: &str, csv: &Value, others: &[(&str, &Value)]) -> Vec<Entry> {
+    let mut entries = vec![
         Entry::Dir("manifests".into()),
         Entry::File("manifests/csv.json".into(), csv.to_string().into_bytes()),
-        Entry::File("manifests/cm.json".into(), config.to_string().into_bytes()),
+    ];
+    entries.extend(others.iter().map(|(file, object)| {
+        Entry::File(format!("manifests/{file}"), object.to_string().into_bytes())
+    }));
+    entries.extend([
         Entry::Dir("metadata".into()),
         Entry::File(
             "metadata/annotations.yaml".into(),
@@ -71,22 +81,8 @@ fn small_bundle(package: &str, spec: Value) -> Vec<Entry> {
             )
             .into_bytes(),
         ),
-    ]
-}
-
-async fn push_bundle(ctx: &TestContext, name: &str, entries: &[Entry]) -> String {
-    let registry = olm_e2e::registry::plain().unwrap();
-    let repository = format!("{}/{name}", ctx.namespace);
-    push(
-        registry,
-        &repository,
-        "v1",
-        &[layer(entries)],
-        &Default::default(),
-    )
-    .await
-    .unwrap();
-    format!("{}/{repository}:v1", registry.host)
+    ]);
+    entries
 }
 
 /// A BundleDeployment of the registry+v1 bundle image `image`, labelled for this test.
@@ -121,8 +117,8 @@ async fn a_real_registry_v1_bundle_installs_and_unsupported_ones_are_refused() {
     let bds: Api<BundleDeployment> = Api::all(client.clone());
     let dir = olm_e2e::repo_root().join(ARGOCD);
 
-    let argocd = push_bundle(&ctx, "argocd", &bundle_entries(&dir)).await;
-    let single_only = push_bundle(
+    let argocd = bundle_image(&ctx, "argocd", &bundle_entries(&dir)).await;
+    let single_only = bundle_image(
         &ctx,
         "single-only",
         &small_bundle(
@@ -132,7 +128,7 @@ async fn a_real_registry_v1_bundle_installs_and_unsupported_ones_are_refused() {
         ),
     )
     .await;
-    let webhooks = push_bundle(
+    let webhooks = bundle_image(
         &ctx,
         "webhooks",
         &small_bundle(
