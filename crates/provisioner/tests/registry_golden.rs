@@ -271,3 +271,52 @@ fn without_a_namespace_given_it_installs_into_package_system() {
             .is_none_or(|n| n == "argocd-operator-system")
     }));
 }
+
+/// Golden: upstream's webhook-operator v0.0.5 (a validating, a mutating and a conversion
+/// webhook, served by one Deployment) renders to upstream's objects when no certificate is
+/// injected (upstream's rendering with no certificate provider): the webhook configurations
+/// calling `webhook-operator-controller-manager-service`, that Service (443 to the container's
+/// 9443), and the CRD's conversion calling it at `/convert`. (Upstream writes the
+/// cluster-scoped webhook configurations with a namespace, which the API server drops.)
+#[test]
+fn webhook_operator_converts_as_upstream_renders_it() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/registry-v1/webhook-operator.v0.0.5");
+    let settings = Settings {
+        namespace: Some("webhook-system".into()),
+        watch: None,
+        deployment: None,
+    };
+    let rendered = registry::render(&tree(&dir), &settings).unwrap();
+    let ours: BTreeMap<String, Value> = rendered
+        .objects
+        .into_iter()
+        .map(|o| {
+            let v = normal(Value::Object(o.manifest));
+            (id(&v), v)
+        })
+        .collect();
+    let mut expected = BTreeMap::new();
+    for entry in std::fs::read_dir(dir.join("expected-all-webhook-types")).unwrap() {
+        for mut doc in yaml(&entry.unwrap().path()) {
+            if doc["kind"]
+                .as_str()
+                .is_some_and(|k| k.ends_with("WebhookConfiguration"))
+            {
+                doc["metadata"].as_object_mut().unwrap().remove("namespace");
+            }
+            let v = normal(doc);
+            expected.insert(id(&v), v);
+        }
+    }
+    same(&ours, &expected);
+    assert_eq!(
+        rendered.serving,
+        [registry::Serving {
+            deployment: "webhook-operator-controller-manager".into(),
+            service: "webhook-operator-controller-manager-service".into(),
+            secret: "webhook-operator-controller-manager-service-cert".into(),
+            namespace: "webhook-system".into(),
+        }]
+    );
+}

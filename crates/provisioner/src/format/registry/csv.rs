@@ -34,10 +34,10 @@ pub struct Spec {
     pub install_modes: Vec<InstallMode>,
     /// How it is installed.
     pub install: Install,
-    /// Admission and conversion webhooks (refused).
+    /// Admission and conversion webhooks, served by the CSV's Deployments.
     #[serde(default)]
-    pub webhookdefinitions: Vec<Value>,
-    /// Aggregated API servers (owned ones refused).
+    pub webhookdefinitions: Vec<Webhook>,
+    /// Aggregated API servers: the owned ones are served by the CSV's Deployments.
     #[serde(default)]
     pub apiservicedefinitions: ApiServices,
     /// The CRDs it owns and requires.
@@ -61,7 +61,84 @@ pub struct InstallMode {
 pub struct ApiServices {
     /// The APIServices the operator serves.
     #[serde(default)]
-    pub owned: Vec<Value>,
+    pub owned: Vec<ApiService>,
+}
+
+/// One owned APIService (OLM's `APIServiceDescription`): `<version>.<group>`, served by a
+/// Deployment of the CSV on a port.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApiService {
+    /// The API group.
+    #[serde(default)]
+    pub group: String,
+    /// Its version.
+    #[serde(default)]
+    pub version: String,
+    /// The Deployment serving it.
+    #[serde(default)]
+    pub deployment_name: String,
+    /// The port its container serves on (0: 443).
+    #[serde(default)]
+    pub container_port: i32,
+}
+
+/// One webhook (OLM's `WebhookDescription`). The fields copied into the webhook
+/// configuration are kept as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Webhook {
+    /// Its name (a trailing `-` is dropped).
+    #[serde(default)]
+    pub generate_name: String,
+    /// `ValidatingAdmissionWebhook`, `MutatingAdmissionWebhook` or `ConversionWebhook`.
+    #[serde(default, rename = "type")]
+    pub type_: String,
+    /// The Deployment serving it.
+    #[serde(default)]
+    pub deployment_name: String,
+    /// The port its Service exposes (0: 443).
+    #[serde(default)]
+    pub container_port: i32,
+    /// The container's port, when not `container_port` (a number or a port name).
+    #[serde(default)]
+    pub target_port: Option<Value>,
+    /// The path it is served at.
+    #[serde(default)]
+    pub webhook_path: Option<String>,
+    /// Admission rules.
+    #[serde(default)]
+    pub rules: Vec<Value>,
+    /// `Fail` or `Ignore`.
+    #[serde(default)]
+    pub failure_policy: Option<Value>,
+    /// `Exact` or `Equivalent`.
+    #[serde(default)]
+    pub match_policy: Option<Value>,
+    /// Which objects it sees.
+    #[serde(default)]
+    pub object_selector: Option<Value>,
+    /// `None` or `NoneOnDryRun`.
+    #[serde(default)]
+    pub side_effects: Option<Value>,
+    /// How long the API server waits for it.
+    #[serde(default)]
+    pub timeout_seconds: Option<Value>,
+    /// The review versions it accepts.
+    #[serde(default)]
+    pub admission_review_versions: Option<Value>,
+    /// Mutating only: `Never` or `IfNeeded`.
+    #[serde(default)]
+    pub reinvocation_policy: Option<Value>,
+    /// Conversion only: the CRDs it converts.
+    #[serde(default, rename = "conversionCRDs")]
+    pub conversion_crds: Vec<String>,
+}
+
+/// The port a webhook's or APIService's Service exposes: the one declared, else 443 (OLM's
+/// default).
+pub fn port_or_default(port: i32) -> i32 {
+    if port > 0 { port } else { 443 }
 }
 
 /// `spec.customresourcedefinitions`.

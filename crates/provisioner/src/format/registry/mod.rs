@@ -17,16 +17,26 @@
 //!   CSV's annotations (and `olm.targetNamespaces`, `olm.operatorNamespace`) on their Pod
 //!   templates and `revisionHistoryLimit: 1`.
 //!
+//! * the webhook configurations, CRD conversion and APIServices of [`webhooks`] and
+//!   [`apiservices`], with the Services of [`services`] in front of the Deployments serving
+//!   them (each a [`Serving`] whose certificate crate::certs issues and injects).
+//!
 //! Refused: an install mode the CSV does not support (see [`modes`]); with upstream's words,
-//! webhooks, owned APIServices, no package name; beyond upstream, more than one CSV (upstream keeps the last
-//! one read), v1beta1 CRDs (no server of 1.22 or later serves them), and the same object twice.
+//! webhooks upstream's validators refuse, no package name; beyond upstream, more than one CSV
+//! (upstream keeps the last one read), v1beta1 CRDs (no server of 1.22 or later serves them),
+//! and the same object twice.
 
+pub mod apiservices;
 pub mod csv;
 pub mod deployment_config;
 pub mod kinds;
 pub mod modes;
 pub mod names;
 pub mod rbac;
+pub mod services;
+pub mod webhooks;
+
+pub use services::Serving;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -109,12 +119,12 @@ pub enum RegistryError {
     /// The namespaces asked make an install mode the CSV does not support.
     #[error(transparent)]
     Mode(#[from] ModeError),
-    /// It has webhooks.
-    #[error("unsupported bundle: webhookDefinitions are not supported")]
-    Webhooks,
-    /// It serves APIs through an APIService.
-    #[error("unsupported bundle: apiServiceDefintions are not supported")]
-    ApiServices,
+    /// Its webhooks break upstream's rules.
+    #[error("invalid webhook definitions: {}", .0.join("; "))]
+    InvalidWebhooks(Vec<String>),
+    /// Its owned APIServices are not whole.
+    #[error("invalid APIService definitions: {}", .0.join("; "))]
+    InvalidApiServices(Vec<String>),
     /// An install strategy other than Deployments.
     #[error("unsupported bundle: install strategy {0:?} is not supported (only \"deployment\")")]
     Strategy(String),
@@ -153,10 +163,26 @@ pub fn objects(tree: &Tree) -> Result<Vec<Object>, RegistryError> {
     objects_for(tree, &Settings::default())
 }
 
+/// The objects of the registry+v1 bundle `tree`, installed as `settings` ask (see [`render`]).
+pub fn objects_for(tree: &Tree, settings: &Settings) -> Result<Vec<Object>, RegistryError> {
+    render(tree, settings).map(|r| r.objects)
+}
+
+/// A bundle's objects, and the Deployments among them that serve webhooks or APIServices (their
+/// certificates are not in the objects: they are issued and injected apart, as they change
+/// without the bundle changing).
+#[derive(Debug, Clone, Default)]
+pub struct Rendered {
+    /// The objects.
+    pub objects: Vec<Object>,
+    /// What needs a serving certificate.
+    pub serving: Vec<Serving>,
+}
+
 /// The objects of the registry+v1 bundle `tree`, installed as `settings` ask: in the namespace
 /// named (which is the user's, so not made), else its suggested namespace, else
 /// `<package>-system` (made); watching the namespaces named, else all, else its own.
-pub fn objects_for(tree: &Tree, settings: &Settings) -> Result<Vec<Object>, RegistryError> {
+pub fn render(tree: &Tree, settings: &Settings) -> Result<Rendered, RegistryError> {
     let package = package(tree)?;
     let found = manifests_of(tree)?;
     let mut csv_file = None;
@@ -227,10 +253,12 @@ pub fn objects_for(tree: &Tree, settings: &Settings) -> Result<Vec<Object>, Regi
     {
         return Err(RegistryError::MissingOwnedCrd(missing.name.clone()));
     }
+    webhooks::check(&csv)?;
+    apiservices::check(&csv)?;
     // The mode last: a bundle that is not valid is said to be so first, as upstream says it.
     let mode = modes::decide(&csv, &namespace, settings.watch.as_deref())?;
     out.extend(rbac::objects(&csv, &namespace, &mode));
-    out.extend(crds);
+    out.extend(webhooks::with_conversion(&csv, &namespace, crds)?);
     out.extend(others);
     out.extend(deployments(
         &csv,
@@ -238,13 +266,19 @@ pub fn objects_for(tree: &Tree, settings: &Settings) -> Result<Vec<Object>, Regi
         &mode,
         settings.deployment.as_ref(),
     ));
+    out.extend(webhooks::configurations(&csv, &namespace, &mode));
+    out.extend(services::objects(&csv, &namespace));
+    out.extend(apiservices::objects(&csv, &namespace));
     let mut seen = BTreeSet::new();
     for o in &out {
         if !seen.insert(&o.key) {
             return Err(RegistryError::Duplicate(Box::new(o.key.clone())));
         }
     }
-    Ok(out)
+    Ok(Rendered {
+        objects: out,
+        serving: services::serving(&csv, &namespace),
+    })
 }
 
 /// The package `metadata/annotations.yaml` names.
@@ -293,14 +327,9 @@ fn manifests_of(tree: &Tree) -> Result<Vec<Found>, RegistryError> {
     Ok(found)
 }
 
-/// What the CSV asks for that is not installed here.
+/// What the CSV asks for that is not installed here: an install strategy other than OLM's
+/// one (`deployment`).
 fn check_supported(csv: &Csv) -> Result<(), RegistryError> {
-    if !csv.spec.apiservicedefinitions.owned.is_empty() {
-        return Err(RegistryError::ApiServices);
-    }
-    if !csv.spec.webhookdefinitions.is_empty() {
-        return Err(RegistryError::Webhooks);
-    }
     let strategy = csv.spec.install.strategy.as_str();
     if !strategy.is_empty() && strategy != "deployment" {
         return Err(RegistryError::Strategy(strategy.to_owned()));
@@ -310,7 +339,7 @@ fn check_supported(csv: &Csv) -> Result<(), RegistryError> {
 
 /// An object made here: `manifest` (with `apiVersion`, `kind` and `metadata` as given) and its
 /// key.
-fn made(
+pub(crate) fn made(
     api_version: &str,
     kind: &str,
     namespace: Option<&str>,
@@ -339,7 +368,7 @@ fn namespace_object(namespace: &str) -> Object {
 }
 
 /// The ServiceAccount a permission or a Pod names (`default` when empty).
-fn account_or_default(name: &str) -> &str {
+pub(crate) fn account_or_default(name: &str) -> &str {
     if name.is_empty() { "default" } else { name }
 }
 

@@ -307,22 +307,86 @@ fn a_mode_the_csv_does_not_support_is_a_mode_error_naming_both() {
 }
 
 #[test]
-fn what_only_webhooks_or_api_services_or_other_strategies_need_is_refused() {
-    let mut hooks = csv();
-    hooks["spec"]["webhookdefinitions"] = json!([{"type": "ValidatingAdmissionWebhook"}]);
+fn webhooks_and_api_services_render_with_the_services_that_serve_them() {
+    let mut c = csv();
+    c["spec"]["webhookdefinitions"] = json!([{"type": "ValidatingAdmissionWebhook",
+        "generateName": "vwidget.example.com", "deploymentName": "widget-manager",
+        "containerPort": 443, "targetPort": 9443, "sideEffects": "None",
+        "admissionReviewVersions": ["v1"]}]);
+    c["spec"]["apiservicedefinitions"] = json!({"owned": [{"group": "metrics.example.com",
+        "version": "v1beta1", "kind": "Reading", "name": "readings",
+        "deploymentName": "widget-manager", "containerPort": 6443}]});
+    let rendered = render(
+        &bundle(&[c, crd("apiextensions.k8s.io/v1")]),
+        &Settings::default(),
+    )
+    .unwrap();
+    let names: Vec<String> = rendered
+        .objects
+        .iter()
+        .map(|o| format!("{} {}", o.key.kind, o.key.name))
+        .collect();
+    for wanted in [
+        "ValidatingWebhookConfiguration vwidget.example.com",
+        "Service widget-manager-service",
+        "APIService v1beta1.metrics.example.com",
+        "ClusterRoleBinding widget-manager-service-system:auth-delegator",
+        "RoleBinding widget-manager-service-auth-reader",
+    ] {
+        assert!(names.iter().any(|n| n == wanted), "{wanted} in {names:?}");
+    }
+    let service = rendered
+        .objects
+        .iter()
+        .find(|o| o.key.kind == "Service")
+        .unwrap();
     assert_eq!(
-        refused(&bundle(&[hooks, crd("apiextensions.k8s.io/v1")])),
-        "unsupported bundle: webhookDefinitions are not supported"
+        service.manifest["spec"],
+        json!({"ports": [
+            {"name": "443", "port": 443, "targetPort": 9443},
+            {"name": "6443", "port": 6443, "targetPort": 6443}],
+            "selector": {"app": "widget"}})
     );
-    let mut apis = csv();
-    apis["spec"]["apiservicedefinitions"] = json!({"owned": [{"name": "v1.metrics"}]});
+    let reader = rendered
+        .objects
+        .iter()
+        .find(|o| o.key.kind == "RoleBinding" && o.key.name.ends_with("auth-reader"))
+        .unwrap();
+    assert_eq!(reader.key.namespace.as_deref(), Some("kube-system"));
     assert_eq!(
-        refused(&bundle(&[apis, crd("apiextensions.k8s.io/v1")])),
-        "unsupported bundle: apiServiceDefintions are not supported"
+        reader.manifest["subjects"],
+        json!([{"kind": "ServiceAccount", "name": "widget-runner", "namespace": "widget-system"}])
     );
+    assert_eq!(
+        rendered.serving,
+        [Serving {
+            deployment: "widget-manager".into(),
+            service: "widget-manager-service".into(),
+            secret: "widget-manager-service-cert".into(),
+            namespace: "widget-system".into(),
+        }]
+    );
+}
+
+#[test]
+fn what_is_not_installed_says_what_is_missing() {
     let mut strategy = csv();
     strategy["spec"]["install"]["strategy"] = json!("helm");
     assert!(refused(&bundle(&[strategy, crd("apiextensions.k8s.io/v1")])).contains("\"helm\""));
+    let mut hooks = csv();
+    hooks["spec"]["webhookdefinitions"] = json!([{"type": "ValidatingAdmissionWebhook",
+        "generateName": "v.example.com", "deploymentName": "elsewhere"}]);
+    assert_eq!(
+        refused(&bundle(&[hooks, crd("apiextensions.k8s.io/v1")])),
+        "invalid webhook definitions: webhook of type 'ValidatingAdmissionWebhook' with name 'v.example.com' references non-existent deployment 'elsewhere'"
+    );
+    let mut apis = csv();
+    apis["spec"]["apiservicedefinitions"] = json!({"owned": [{"group": "metrics.example.com",
+        "version": "v1", "deploymentName": "elsewhere"}]});
+    assert_eq!(
+        refused(&bundle(&[apis, crd("apiextensions.k8s.io/v1")])),
+        "invalid APIService definitions: owned APIService \"v1.metrics.example.com\" references non-existent deployment 'elsewhere'"
+    );
 }
 
 #[test]
