@@ -34,6 +34,7 @@ pub mod apply;
 pub mod applyset;
 pub mod args;
 pub mod bundle;
+pub mod certs;
 pub mod conflict;
 pub mod controller;
 pub mod crd_safety;
