@@ -63,6 +63,16 @@ pub struct Args {
     /// BundleDeployments reconciled at once.
     #[arg(long, default_value_t = 4)]
     pub max_concurrent_reconciles: u16,
+    /// Who issues the serving certificates of bundles' webhooks and APIServices:
+    /// `provisioner` (a CA of its own per BundleDeployment, rotated by itself), `cert-manager`
+    /// (an Issuer and a Certificate per Service; cert-manager must be installed) or
+    /// `service-ca` (OpenShift's service-ca operator).
+    #[arg(long, default_value = "provisioner")]
+    pub cert_provider: crate::certs::Provider,
+    /// How long the provisioner's own CAs and serving certificates live, in seconds (a CA is
+    /// replaced when a third of it is left). Shorter only to watch rotation happen.
+    #[arg(long, default_value_t = crate::certs::LIFETIME.as_secs(), value_parser = clap::value_parser!(u64).range(60..))]
+    pub cert_lifetime_seconds: u64,
     #[command(flatten)]
     pub network: NetworkArgs,
     #[command(flatten)]

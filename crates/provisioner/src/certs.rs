@@ -5,6 +5,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::time::Duration;
 
 pub mod inject;
 pub mod issue;
@@ -49,4 +50,18 @@ impl fmt::Display for Provider {
             Provider::ServiceCa => "service-ca",
         })
     }
+}
+
+/// The default lifetime of the provisioner's CAs and certificates: two years, as OLM v0's.
+pub const LIFETIME: Duration = Duration::from_secs(2 * 365 * 24 * 3600);
+
+/// How a provisioner issues certificates.
+#[derive(Clone)]
+pub struct Certs {
+    /// Who issues them.
+    pub provider: Provider,
+    /// How long the provisioner's own CAs and certificates live.
+    pub lifetime: Duration,
+    /// Where the provisioner keeps its own.
+    pub stores: store::Stores,
 }

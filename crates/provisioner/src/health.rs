@@ -3,8 +3,8 @@
 //!
 //! Looked at, in the bundle's order: Deployments (the new ReplicaSet rolled out and available,
 //! no old replicas left, the controller caught up), StatefulSets and DaemonSets (rolled out
-//! and ready), CRDs (`Established`), APIServices (`Available`). Everything else is healthy once
-//! applied. The first object that is not names itself with its own words: the Deployment's
+//! and ready), CRDs (`Established`), APIServices (`Available`), and the Services in front of
+//! webhooks and APIServices (a ready endpoint). Everything else is healthy once applied. The first object that is not names itself with its own words: the Deployment's
 //! `ProgressDeadlineExceeded` message, the CRD's `Established` message.
 
 use serde_json::Value;
@@ -89,6 +89,26 @@ pub fn of_object(key: &Key, object: &Value) -> Result<(), String> {
         "CustomResourceDefinition" => condition_true(object, "Established"),
         "APIService" => condition_true(object, "Available"),
         _ => Ok(()),
+    }
+}
+
+/// The verdict of a Service in front of webhooks or APIServices, from its EndpointSlices: it
+/// answers once one endpoint is ready (the API server calls it; until then every call would
+/// fail).
+pub fn endpoints(slices: &[Value]) -> Verdict {
+    let ready = slices
+        .iter()
+        .flat_map(|s| {
+            s.get("endpoints")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+        })
+        .any(|e| e.pointer("/conditions/ready") != Some(&Value::Bool(false)));
+    if ready {
+        Ok(())
+    } else {
+        Err("no ready endpoint yet: the API server's calls to the webhooks or APIServices it serves would fail".to_owned())
     }
 }
 

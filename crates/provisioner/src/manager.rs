@@ -126,6 +126,11 @@ impl Manager for Provisioner {
                 args.allowed(),
                 prepared.metrics.clone(),
                 drift,
+                crate::certs::Certs {
+                    provider: args.cert_provider,
+                    lifetime: Duration::from_secs(args.cert_lifetime_seconds),
+                    stores: crate::certs::store::Stores::new(client.clone(), &args.namespace),
+                },
             )
             .resync_every(Duration::from_secs(args.resync_interval_seconds)),
         );

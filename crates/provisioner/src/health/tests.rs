@@ -137,3 +137,17 @@ fn a_verdict_is_reused_only_while_the_watch_sees_the_version_it_was_read_at() {
     // Never read.
     assert_eq!(reuse(None, Some("7")), None);
 }
+
+#[test]
+fn a_webhook_service_is_healthy_once_an_endpoint_is_ready() {
+    assert!(endpoints(&[]).is_err());
+    let not_ready =
+        json!({"endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": false}}]});
+    assert!(
+        endpoints(std::slice::from_ref(&not_ready))
+            .unwrap_err()
+            .contains("no ready endpoint")
+    );
+    let ready = json!({"endpoints": [{"addresses": ["10.0.0.2"], "conditions": {"ready": true}}]});
+    assert_eq!(endpoints(&[not_ready, ready]), Ok(()));
+}

@@ -15,11 +15,12 @@ use olm_runtime::{EventPublisher, EventType};
 use serde_json::json;
 
 use crate::apply::{Applied, Applier, ApplyError};
+use crate::certs::{Certs, Injection};
 use crate::crd_safety::preflight::PreflightError;
 use crate::drift::Drift;
 use crate::fetch::Fetcher;
 use crate::format::plain;
-use crate::format::registry::{self, RegistryError};
+use crate::format::registry::{self, RegistryError, Serving};
 use crate::health::{Health, Read};
 use crate::kinds::Allowed;
 use crate::marks::Owner;
@@ -30,6 +31,7 @@ use crate::settings::Settings;
 use crate::source::{Format, Wanted};
 use crate::status::{Attempt, Installed, reasons};
 
+mod certs;
 mod report;
 
 /// How often an installed BundleDeployment is looked at again by default
@@ -66,10 +68,13 @@ pub struct Context {
     pub health_targets: Mutex<HashMap<String, Vec<Applied>>>,
     /// What each looked-at object said, at the version it was read at, per BundleDeployment.
     pub health_reads: Mutex<HashMap<String, HashMap<Key, Read>>>,
+    /// How serving certificates are issued.
+    pub certs: Certs,
 }
 
 impl Context {
     /// A context with nothing held yet.
+    #[allow(clippy::too_many_arguments)] // each part is made apart, by the manager
     pub fn new(
         client: Client,
         applier: Applier,
@@ -78,6 +83,7 @@ impl Context {
         allowed: Allowed,
         metrics: ProvisionerMetrics,
         drift: Drift,
+        certs: Certs,
     ) -> Context {
         Context {
             client,
@@ -91,6 +97,7 @@ impl Context {
             resync: RESYNC,
             health_targets: Mutex::default(),
             health_reads: Mutex::default(),
+            certs,
         }
     }
 
@@ -134,8 +141,10 @@ impl Context {
 pub struct Held {
     /// The template's bundle name (`<bd>-<hash>`).
     pub bundle: String,
-    /// Its objects, as held between reconciles.
+    /// Its objects, as held between reconciles (without certificates).
     pub objects: Arc<Vec<Stored>>,
+    /// The Deployments among them serving webhooks or APIServices.
+    pub serving: Arc<Vec<Serving>>,
     /// For an image, the reference by the digest pulled.
     pub resolved: Option<String>,
 }
@@ -189,10 +198,7 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .remove(&name);
-            ctx.health_reads
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&name);
+            ctx.forget_health_reads(&name, None);
             let _ = ctx.metrics.managed_objects.remove_label_values(&[&name]);
             ctx.drift.state().forget(&name);
             ctx.drift.stop_unused();
@@ -223,7 +229,8 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
             settings,
         } => {
             let before = installed_of(&bd);
-            let attempt = install(&ctx, &bd, &owner, format, &source, &wanted, &settings).await;
+            let (attempt, certs_due) =
+                install(&ctx, &bd, &owner, format, &source, &wanted, &settings).await;
             let fetched = ctx.held(&name, &wanted.bundle).and_then(|h| h.resolved);
             ctx.metrics
                 .results
@@ -249,10 +256,33 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
             if changed {
                 report::announce(&ctx, &bd, before.as_ref(), &wanted, &attempt).await;
             }
-            Ok(Action::requeue(if retry { RETRY } else { ctx.resync }))
+            let mut every = if retry { RETRY } else { ctx.resync };
+            if let Some(Health::Unhealthy { key, .. }) = &health
+                && key.group.is_empty()
+                && key.kind == "Service"
+            {
+                every = every.min(ENDPOINTS_AGAIN);
+            }
+            // A certificate step falls due before then: looked at again when it does.
+            Ok(Action::requeue(
+                certs_due.map_or(every, |due| due.min(every)),
+            ))
         }
     }
 }
+
+/// Whether `key` is the Service in front of a Deployment of `serving`.
+fn serves(serving: &[Serving], key: &Key) -> bool {
+    key.group.is_empty()
+        && key.kind == "Service"
+        && serving.iter().any(|s| {
+            key.namespace.as_deref() == Some(s.namespace.as_str()) && key.name == s.service
+        })
+}
+
+/// How soon a Service without a ready endpoint is looked at again: endpoints move without
+/// anything the drift watches see.
+const ENDPOINTS_AGAIN: Duration = Duration::from_secs(3);
 
 /// The health of what `bd` has applied: each looked-at object read from the API server
 /// unless the drift watches see it still at the version it was last read at (one that cannot
@@ -274,6 +304,16 @@ async fn health(ctx: &Context, bd: &str) -> Health {
     let mut reads = HashMap::with_capacity(targets.len());
     let mut verdicts = Vec::with_capacity(targets.len());
     for target in targets {
+        // A Service's endpoints, not the Service, say whether it answers; they are read each
+        // time (the Service does not move when they do).
+        if target.key.group.is_empty() && target.key.kind == "Service" {
+            let verdict = match &target.key.namespace {
+                Some(ns) => service_endpoints(&ctx.client, ns, &target.key.name).await,
+                None => Ok(()),
+            };
+            verdicts.push((target.key, verdict));
+            continue;
+        }
         let live = ctx
             .drift
             .state()
@@ -323,6 +363,25 @@ async fn health(ctx: &Context, bd: &str) -> Health {
     crate::health::of(verdicts)
 }
 
+/// Whether the Service `name` in `namespace` has a ready endpoint.
+async fn service_endpoints(client: &Client, namespace: &str, name: &str) -> crate::health::Verdict {
+    use k8s_openapi::api::discovery::v1::EndpointSlice;
+    let api: Api<EndpointSlice> = Api::namespaced(client.clone(), namespace);
+    let params =
+        kube::api::ListParams::default().labels(&format!("kubernetes.io/service-name={name}"));
+    match api.list(&params).await {
+        Ok(list) => {
+            let slices: Vec<serde_json::Value> = list
+                .items
+                .iter()
+                .filter_map(|s| serde_json::to_value(s).ok())
+                .collect();
+            crate::health::endpoints(&slices)
+        }
+        Err(e) => Err(format!("its EndpointSlices could not be read: {e}")),
+    }
+}
+
 impl From<ApplyError> for Attempt {
     fn from(e: ApplyError) -> Attempt {
         match e {
@@ -336,7 +395,8 @@ impl From<ApplyError> for Attempt {
     }
 }
 
-/// Fetches (unless this template's objects are held) and syncs.
+/// Fetches (unless this template's objects are held) and syncs; with how soon a certificate
+/// step falls due.
 async fn install(
     ctx: &Context,
     bd: &BundleDeployment,
@@ -345,30 +405,69 @@ async fn install(
     source: &Wanted,
     wanted: &Installed,
     settings: &Settings,
-) -> Attempt {
-    let held = ctx.held(&owner.name, &wanted.bundle).map(|h| h.objects);
+) -> (Attempt, Option<Duration>) {
+    let held = ctx.held(&owner.name, &wanted.bundle);
     let current = installed_of(bd).as_ref() == Some(wanted);
-    if let Some(objects) = held.as_ref().filter(|_| current) {
+    // Certificates first, for what is held: a step due is a whole sync.
+    let mut prepared = None;
+    if let Some(h) = held.as_ref().filter(|_| current) {
         let drifted = ctx.drift.state().drifted(&owner.name);
         if let Some(drifted) = drifted {
-            return restore(ctx, bd, owner, objects, &drifted).await;
+            match certs::prepare(ctx, owner, &h.serving).await {
+                Err(e) => return (e, None),
+                Ok(p) if !p.changed => {
+                    let attempt = restore(
+                        ctx,
+                        bd,
+                        owner,
+                        &h.objects,
+                        &drifted,
+                        &h.serving,
+                        &p.injection,
+                    )
+                    .await;
+                    return (attempt, p.due);
+                }
+                Ok(p) => prepared = Some(p),
+            }
         }
     }
+    sync(
+        ctx, bd, owner, format, source, wanted, settings, held, current, prepared,
+    )
+    .await
+}
+
+/// Fetches (unless this template's objects are held), issues certificates and syncs the whole
+/// set; with how soon a certificate step falls due.
+#[allow(clippy::too_many_arguments)]
+async fn sync(
+    ctx: &Context,
+    bd: &BundleDeployment,
+    owner: &Owner,
+    format: Format,
+    source: &Wanted,
+    wanted: &Installed,
+    settings: &Settings,
+    held: Option<Held>,
+    current: bool,
+    prepared: Option<certs::Prepared>,
+) -> (Attempt, Option<Duration>) {
     // The objects parsed, within a share of the unpack budget held until they are applied.
-    let (objects, _share) = match held {
-        Some(stored) => {
+    let (objects, serving, _share) = match held.map(|h| (h.objects, h.serving)) {
+        Some((stored, serving)) => {
             let bytes = stored.iter().map(Stored::bytes).sum();
             let share = match ctx.fetcher.parse_share(bytes).await {
                 Ok(share) => share,
-                Err(e) => return Attempt::UnpackFailed(e.to_string()),
+                Err(e) => return (Attempt::UnpackFailed(e.to_string()), None),
             };
             match stored
                 .iter()
                 .map(Stored::object)
                 .collect::<Result<Vec<_>, _>>()
             {
-                Ok(objects) => (objects, share),
-                Err(e) => return Attempt::ApplyFailed(e.to_string()),
+                Ok(objects) => (objects, serving, share),
+                Err(e) => return (Attempt::ApplyFailed(e.to_string()), None),
             }
         }
         None => {
@@ -384,10 +483,11 @@ async fn install(
             let source = crate::source::pinned(source, recorded);
             let read = read(ctx, owner, format, &source, settings).await;
             timer.observe_duration();
-            let (objects, resolved, share) = match read {
+            let (rendered, resolved, share) = match read {
                 Ok(read) => read,
-                Err(attempt) => return attempt,
+                Err(attempt) => return (attempt, None),
             };
+            let (objects, serving) = (rendered.objects, Arc::new(rendered.serving));
             ctx.contents
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -396,12 +496,22 @@ async fn install(
                     Held {
                         bundle: wanted.bundle.clone(),
                         objects: Arc::new(objects.iter().map(Stored::of).collect()),
+                        serving: serving.clone(),
                         resolved,
                     },
                 );
-            (objects, share)
+            (objects, serving, share)
         }
     };
+    let prepared = match prepared {
+        Some(p) => p,
+        None => match certs::prepare(ctx, owner, &serving).await {
+            Ok(p) => p,
+            Err(e) => return (e, None),
+        },
+    };
+    let due = prepared.due;
+    let objects = crate::certs::inject(objects, &serving, &prepared.injection);
     let namespace_objects = objects
         .iter()
         .filter(|o| o.key.group.is_empty() && o.key.kind == "Namespace")
@@ -420,16 +530,16 @@ async fn install(
                 namespace_objects.chain(home.clone()).collect();
             let allowed = crate::namespace_move::allowed(bd.annotations());
             if let Some(m) = crate::namespace_move::refusal(&installed, &wanted, allowed) {
-                return Attempt::NamespaceMove(m);
+                return (Attempt::NamespaceMove(m), due);
             }
         }
-        Err(e) => return e.into(),
+        Err(e) => return (e.into(), due),
     }
     if !crate::crd_safety::opted_out(bd.annotations()) {
         match crate::crd_safety::preflight::preflight(&ctx.client, &owner.name, &objects).await {
             Ok(()) => {}
-            Err(PreflightError::Unsafe(m)) => return Attempt::UnsafeCrdUpgrade(m),
-            Err(e) => return Attempt::ApplyFailed(e.to_string()),
+            Err(PreflightError::Unsafe(m)) => return (Attempt::UnsafeCrdUpgrade(m), due),
+            Err(e) => return (Attempt::ApplyFailed(e.to_string()), due),
         }
     }
     // What this sync writes, its watch may not have seen yet: health is read afresh after it.
@@ -460,7 +570,7 @@ async fn install(
                     synced
                         .applied
                         .iter()
-                        .filter(|a| crate::health::watched(&a.key))
+                        .filter(|a| crate::health::watched(&a.key) || serves(&serving, &a.key))
                         .cloned()
                         .collect(),
                 );
@@ -474,30 +584,51 @@ async fn install(
             for kept in &synced.kept {
                 report::kept(ctx, bd, kept, "Install").await;
             }
-            Attempt::Applied
+            (Attempt::Applied, due)
         }
-        Err(e) => e.into(),
+        Err(e) => (e.into(), due),
     }
 }
 
 /// The installed set, as the drift watches see it: nothing is written when nothing moved;
 /// otherwise exactly the objects that moved are applied again (nothing is pruned: the set is
 /// the one installed).
+#[allow(clippy::too_many_arguments)]
 async fn restore(
     ctx: &Context,
     bd: &BundleDeployment,
     owner: &Owner,
     objects: &[Stored],
     drifted: &[Key],
+    serving: &[Serving],
+    injection: &Injection,
 ) -> Attempt {
     if drifted.is_empty() {
         return Attempt::Applied;
     }
     ctx.forget_health_reads(&owner.name, Some(drifted));
-    let moved: Vec<&Stored> = objects
-        .iter()
-        .filter(|o| drifted.contains(&o.key) || drifted.contains(&ctx.applier.placed_key(&o.key)))
-        .collect();
+    let moved_key = |k: &Key| drifted.contains(k) || drifted.contains(&ctx.applier.placed_key(k));
+    // With certificates, every object is read and they are put in (what they add, Secrets
+    // and Roles, may be what moved); without, only what moved is read.
+    let certified;
+    let moved: Vec<&Stored> = if serving.is_empty() {
+        objects.iter().filter(|o| moved_key(&o.key)).collect()
+    } else {
+        let all = match objects
+            .iter()
+            .map(Stored::object)
+            .collect::<Result<Vec<_>, _>>()
+        {
+            Ok(all) => all,
+            Err(e) => return Attempt::ApplyFailed(e.to_string()),
+        };
+        certified = crate::certs::inject(all, serving, injection)
+            .iter()
+            .filter(|o| moved_key(&o.key))
+            .map(Stored::of)
+            .collect::<Vec<_>>();
+        certified.iter().collect()
+    };
     // Parsed within a share of the unpack budget, as every bundle read.
     let _share = match ctx
         .fetcher
@@ -553,7 +684,7 @@ async fn read(
     format: Format,
     source: &Wanted,
     settings: &Settings,
-) -> Result<(Vec<Object>, Option<String>, Share), Attempt> {
+) -> Result<(registry::Rendered, Option<String>, Share), Attempt> {
     let content = ctx
         .fetcher
         .fetch(&owner.name, source)
@@ -564,12 +695,17 @@ async fn read(
         .parse_share(content.tree.bytes())
         .await
         .map_err(|e| Attempt::UnpackFailed(e.to_string()))?;
-    let objects = match format {
-        Format::Plain => plain::objects(&content.tree).map_err(|e| Attempt::Invalid {
-            reason: reasons::BUNDLE_LOAD_FAILED,
-            message: e.to_string(),
-        }),
-        Format::Registry => registry::objects_for(&content.tree, settings).map_err(|e| match e {
+    let rendered = match format {
+        Format::Plain => plain::objects(&content.tree)
+            .map(|objects| registry::Rendered {
+                objects,
+                serving: Vec::new(),
+            })
+            .map_err(|e| Attempt::Invalid {
+                reason: reasons::BUNDLE_LOAD_FAILED,
+                message: e.to_string(),
+            }),
+        Format::Registry => registry::render(&content.tree, settings).map_err(|e| match e {
             // A valid bundle, asked for a mode it does not support: said on `Installed`.
             RegistryError::Mode(m) => Attempt::InstallMode(m.to_string()),
             e => Attempt::Invalid {
@@ -578,11 +714,13 @@ async fn read(
             },
         }),
     }?;
-    ctx.allowed.check(&objects).map_err(|e| Attempt::Invalid {
-        reason: reasons::KIND_NOT_ALLOWED,
-        message: e.to_string(),
-    })?;
-    Ok((objects, content.resolved, share))
+    ctx.allowed
+        .check(&rendered.objects)
+        .map_err(|e| Attempt::Invalid {
+            reason: reasons::KIND_NOT_ALLOWED,
+            message: e.to_string(),
+        })?;
+    Ok((rendered, content.resolved, share))
 }
 
 /// Adds or removes our finalizer (server-side apply of our one entry).
