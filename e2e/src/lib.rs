@@ -27,6 +27,7 @@ pub mod prometheus;
 pub mod samples;
 pub mod scale;
 pub mod table;
+pub mod test_operator;
 pub mod wait;
 
 // The fixtures that need no cluster live in olm-testkit (catalogd's tests use them too);
