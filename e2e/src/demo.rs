@@ -108,49 +108,84 @@ pub async fn push_example(registry: &Registry, dir: &Path) -> Result<Vec<String>
     let mut pushed = vec![crate::node::push_busybox(registry, "1.36").await?];
     for version in ["0.1.0", "0.2.0"] {
         let bundle = dir.join(format!("bundle-{version}"));
-        let mut files = files_of(&bundle.join("manifests"), "manifests")?;
-        files.extend(files_of(&bundle.join("metadata"), "metadata")?);
-        // REGISTRY in a manifest (the workload's image) is the registry they are pushed to.
-        let files = files.into_iter().map(|e| match e {
-            Entry::File(path, bytes) => Entry::File(
-                path,
-                String::from_utf8_lossy(&bytes)
-                    .replace("REGISTRY", &registry.host)
-                    .into_bytes(),
-            ),
-            other => other,
-        });
-        let layer = images::layer(&files.collect::<Vec<_>>());
-        let tag = format!("v{version}");
-        images::push(
-            registry,
-            "example-operator-bundle",
-            &tag,
-            &[layer],
-            &Default::default(),
-        )
-        .await?;
-        pushed.push(format!("{}/example-operator-bundle:{tag}", registry.host));
+        pushed.push(
+            push_bundle(
+                registry,
+                &bundle,
+                "example-operator-bundle",
+                &format!("v{version}"),
+            )
+            .await?,
+        );
     }
     for version in ["0.1.0", "0.2.0"] {
-        let path = dir.join(format!("index-{version}.yaml"));
-        let fbc = std::fs::read_to_string(&path)
-            .map_err(|source| Error::Io {
-                path: path.display().to_string(),
-                source,
-            })?
-            .replace("REGISTRY", &registry.host);
-        images::push_catalog(
-            registry,
-            "example-operator-index",
-            version,
-            &[("catalog.yaml", fbc.as_str())],
-        )
-        .await?;
-        pushed.push(format!(
-            "{}/example-operator-index:{version}",
-            registry.host
-        ));
+        let index = dir.join(format!("index-{version}.yaml"));
+        pushed.push(push_index(registry, &index, "example-operator-index", version).await?);
     }
     Ok(pushed)
+}
+
+/// Pushes the operators of the kinds OLM v0's users run (config/samples/more-operators): the
+/// test operator's image (`olm-rs/olm-test-operator:demo`, assembled from this build), the
+/// bundles `own-operator-bundle:v1.0.0` and `webhook-operator-bundle:v1.0.0`, and the catalog
+/// `more-operators-index:1.0.0`; returns the references pushed.
+pub async fn push_more(registry: &Registry, dir: &Path) -> Result<Vec<String>> {
+    let mut pushed = vec![crate::node::push_manager(registry, "olm-test-operator", "demo").await?];
+    for package in ["own-operator", "webhook-operator"] {
+        let bundle = dir.join(package);
+        pushed.push(push_bundle(registry, &bundle, &format!("{package}-bundle"), "v1.0.0").await?);
+    }
+    pushed.push(
+        push_index(
+            registry,
+            &dir.join("index.yaml"),
+            "more-operators-index",
+            "1.0.0",
+        )
+        .await?,
+    );
+    Ok(pushed)
+}
+
+/// Pushes the registry+v1 bundle in `dir` (`manifests/`, `metadata/`) as the whole image
+/// `<repository>:<tag>`, `REGISTRY` in its files (the workload's image) filled in with the
+/// registry it is pushed to; its reference.
+async fn push_bundle(
+    registry: &Registry,
+    dir: &Path,
+    repository: &str,
+    tag: &str,
+) -> Result<String> {
+    let mut files = files_of(&dir.join("manifests"), "manifests")?;
+    files.extend(files_of(&dir.join("metadata"), "metadata")?);
+    let files = files.into_iter().map(|e| match e {
+        Entry::File(path, bytes) => Entry::File(
+            path,
+            String::from_utf8_lossy(&bytes)
+                .replace("REGISTRY", &registry.host)
+                .into_bytes(),
+        ),
+        other => other,
+    });
+    let layer = images::layer(&files.collect::<Vec<_>>());
+    images::push(registry, repository, tag, &[layer], &Default::default()).await?;
+    Ok(format!("{}/{repository}:{tag}", registry.host))
+}
+
+/// Pushes the File-Based Catalog `file` as the catalog image `<repository>:<tag>`, `REGISTRY`
+/// filled in; its reference.
+async fn push_index(
+    registry: &Registry,
+    file: &Path,
+    repository: &str,
+    tag: &str,
+) -> Result<String> {
+    let fbc = std::fs::read_to_string(file)
+        .map_err(|source| Error::Io {
+            path: file.display().to_string(),
+            source,
+        })?
+        .replace("REGISTRY", &registry.host);
+    images::push_catalog(registry, repository, tag, &[("catalog.yaml", fbc.as_str())]).await?;
+    Ok(format!("{}/{repository}:{tag}", registry.host))
 }

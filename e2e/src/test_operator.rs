@@ -14,6 +14,9 @@
 //! The decisions are pure functions ([`admit`], [`convert`], [`readings`]), tested here.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use axum::Json;
 use axum::Router;
@@ -30,6 +33,9 @@ pub const WIDGETS_GROUP: &str = "webhook.test.olm-rs.io";
 pub const MUTATED_LABEL: &str = "webhook.test.olm-rs.io/mutated";
 /// The aggregated API's group.
 pub const READINGS_GROUP: &str = "readings.test.olm-rs.io";
+/// How long it answers after it is asked to stop.
+const DRAIN: Duration = Duration::from_secs(5);
+
 /// Where OLM mounts the serving certificate for webhooks.
 pub const CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
 
@@ -164,10 +170,39 @@ async fn api(uri: axum::http::Uri, headers: HeaderMap) -> Response {
     if aggregated && uri.path().trim_end_matches('/') == "/apis" {
         return StatusCode::NOT_ACCEPTABLE.into_response();
     }
+    let table = headers
+        .get("accept")
+        .and_then(|a| a.to_str().ok())
+        .is_some_and(|a| a.contains("as=Table"));
     match readings(uri.path()) {
+        Some(body) if table && body["kind"] == "ReadingList" => {
+            Json(as_table(&body)).into_response()
+        }
         Some(body) => Json(body).into_response(),
         None => StatusCode::NOT_FOUND.into_response(),
     }
+}
+
+/// A list of Readings as the Table `kubectl get` asks for (NAME, VALUE).
+pub fn as_table(list: &Value) -> Value {
+    let rows: Vec<Value> = list["items"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .map(|r| {
+                    json!({"cells": [r["metadata"]["name"], r["value"]],
+                    "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                        "metadata": r["metadata"]}})
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {},
+        "columnDefinitions": [
+            {"name": "Name", "type": "string", "format": "name", "description": "Name", "priority": 0},
+            {"name": "Value", "type": "integer", "format": "", "description": "The reading", "priority": 0}],
+        "rows": rows})
 }
 
 /// The router.
@@ -186,8 +221,34 @@ pub async fn run(port: u16, dir: PathBuf) -> anyhow::Result<()> {
     let tls =
         olm_runtime::tls::server_config(Some((&dir.join("tls.crt"), &dir.join("tls.key"))), &[])?;
     let listener = tokio::net::TcpListener::bind(("0.0.0.0", port)).await?;
-    let shutdown = olm_runtime::shutdown::try_shutdown_on_signals()?;
-    olm_runtime::admin::serve_router(listener, router(), Some(tls), shutdown).await?;
+    // Asked to stop (a rollout), it drains before it stops: for a few seconds it still
+    // answers (the API server may send calls here until the endpoint's removal reaches
+    // kube-proxy), each answer closing its connection, so that no kept-alive connection is
+    // left for the API server to send a call on as it closes (an `EOF`: a failed admission).
+    let signalled = olm_runtime::shutdown::try_shutdown_on_signals()?;
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let stop = shutdown.clone();
+    let draining = Arc::new(AtomicBool::new(false));
+    let drain = draining.clone();
+    tokio::spawn(async move {
+        signalled.cancelled().await;
+        drain.store(true, Ordering::Relaxed);
+        tokio::time::sleep(DRAIN).await;
+        stop.cancel();
+    });
+    let router = router().layer(axum::middleware::map_response(move |mut r: Response| {
+        let draining = draining.load(Ordering::Relaxed);
+        async move {
+            if draining {
+                r.headers_mut().insert(
+                    axum::http::header::CONNECTION,
+                    axum::http::HeaderValue::from_static("close"),
+                );
+            }
+            r
+        }
+    }));
+    olm_runtime::admin::serve_router(listener, router, Some(tls), shutdown).await?;
     Ok(())
 }
 

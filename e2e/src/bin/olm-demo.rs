@@ -31,6 +31,194 @@ const BUNDLE_DEPLOYMENTS: (&str, &str, &str) = ("core.rukpak.io", "v1alpha1", "B
 /// The example operator's namespace, and the label its objects carry.
 const OPERATOR_NS: &str = "example-operator-system";
 const OWNED: &str = "core.rukpak.io/owner-name=example-operator";
+/// The OwnNamespace operator's namespace (`<package>-system`, made for it).
+const OWN_NS: &str = "own-operator-system";
+const WIDGETS: (&str, &str, &str) = ("webhook.test.olm-rs.io", "v1", "Widget");
+
+/// Waits until the Operator `name` is installed and healthy.
+async fn healthy(operators: &Api<Operator>, name: &str) -> Result<Operator> {
+    let done = wait::wait_for(operators, name, "Installed and Healthy", WAIT, |o| {
+        o.and_then(|o| o.status.as_ref()).is_some_and(|s| {
+            olm_api::conditions::is_true(&s.conditions, "Installed")
+                && olm_api::conditions::is_true(&s.conditions, "Healthy")
+        })
+    })
+    .await?;
+    Ok(done)
+}
+
+/// Step 9: an OwnNamespace-only operator and one with webhooks and an aggregated API,
+/// installed from a second Catalog beside the example operator.
+async fn more_operators(
+    client: &kube::Client,
+    registry: &olm_e2e::registry::Registry,
+    dir: &std::path::Path,
+) -> Result<()> {
+    step(
+        9,
+        "Operators as OLM v0's users run them: one watching only its own namespace, one with webhooks and an aggregated API",
+    );
+    println!(
+        "Their bundles and catalog, from {}:",
+        dir.join("more-operators").display()
+    );
+    for pushed in olm_e2e::demo::push_more(registry, &dir.join("more-operators")).await? {
+        println!("  pushed {pushed}");
+    }
+    let catalog = serde_json::json!({
+        "apiVersion": "catalogd.operatorframework.io/v1alpha1", "kind": "Catalog",
+        "metadata": {"name": "more-operators"},
+        "spec": {"source": {"type": "image", "image": {"ref": format!("{}/more-operators-index:1.0.0", registry.host)}}},
+    });
+    let operators = ["own-operator", "webhook-operator"].map(|name| {
+        serde_json::json!({"apiVersion": "operators.operatorframework.io/v1alpha1", "kind": "Operator",
+            "metadata": {"name": name}, "spec": {"packageName": name}})
+    });
+    command("kubectl apply -f - <<EOF");
+    for doc in std::iter::once(&catalog).chain(&operators) {
+        println!("---");
+        print!("{}", serde_saphyr::to_string(doc)?);
+    }
+    println!("EOF");
+    apply_docs(client, &[catalog]).await?;
+    apply_docs(client, &operators).await?;
+    command("kubectl wait operator/own-operator operator/webhook-operator --for=condition=Healthy");
+    let api: Api<Operator> = Api::all(client.clone());
+    for name in ["own-operator", "webhook-operator"] {
+        healthy(&api, name).await?;
+        println!("operator.operators.operatorframework.io/{name} condition met");
+    }
+    get(client, OPERATORS, None, None).await?;
+
+    println!(
+        "\nown-operator supports only OwnNamespace: with nothing asked it was installed in\n{OWN_NS} (made for it), watching that namespace alone. Its permissions are a Role\nthere, not a ClusterRole, and its Deployment says what it watches:"
+    );
+    get(
+        client,
+        ("rbac.authorization.k8s.io", "v1", "Role"),
+        Some(OWN_NS),
+        None,
+    )
+    .await?;
+    command(&format!("kubectl logs -n {OWN_NS} deployment/own-operator"));
+    let pods: Api<Pod> = Api::namespaced(client.clone(), OWN_NS);
+    let logs = wait_for_log(&pods, "app.kubernetes.io/name=own-operator", "watching").await?;
+    print!("{logs}");
+
+    println!(
+        "\nwebhook-operator's validating, mutating and conversion webhooks and its APIService call\nits Deployment through a Service, on a certificate the provisioner issued from a CA of its\nown (no cert-manager), rotated long before it expires:"
+    );
+    let owned = "core.rukpak.io/owner-name=webhook-operator";
+    for kind in [
+        "ValidatingWebhookConfiguration",
+        "MutatingWebhookConfiguration",
+    ] {
+        get(
+            client,
+            ("admissionregistration.k8s.io", "v1", kind),
+            None,
+            Some(owned),
+        )
+        .await?;
+    }
+    get(
+        client,
+        ("apiregistration.k8s.io", "v1", "APIService"),
+        None,
+        Some(owned),
+    )
+    .await?;
+    let widget = |name: &str, spec: serde_json::Value| {
+        serde_json::json!({"apiVersion": "webhook.test.olm-rs.io/v1", "kind": "Widget",
+            "metadata": {"name": name, "namespace": "default"}, "spec": spec})
+    };
+    command("kubectl apply -f - <<EOF");
+    let demo = widget("demo", serde_json::json!({"size": 3}));
+    print!("{}", serde_saphyr::to_string(&demo)?);
+    println!("EOF");
+    apply_docs(client, &[demo]).await?;
+    println!("The mutating webhook labelled it:");
+    command("kubectl get widgets -n default --show-labels");
+    let widgets = kube::discovery::pinned_kind(
+        client,
+        &kube::api::GroupVersionKind::gvk(WIDGETS.0, WIDGETS.1, WIDGETS.2),
+    )
+    .await?
+    .0;
+    let api: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(client.clone(), "default", &widgets);
+    let stored = api.get("demo").await?;
+    println!("NAME   LABELS");
+    println!(
+        "demo   {}",
+        stored
+            .metadata
+            .labels
+            .unwrap_or_default()
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    println!(
+        "Stored as v1 (spec.size), read as v2 (spec.replicas) through the conversion webhook:"
+    );
+    command("kubectl get widgets.v2.webhook.test.olm-rs.io demo -n default -o jsonpath='{.spec}'");
+    let v2 = kube::discovery::pinned_kind(
+        client,
+        &kube::api::GroupVersionKind::gvk(WIDGETS.0, "v2", WIDGETS.2),
+    )
+    .await?
+    .0;
+    let as_v2 = Api::<kube::api::DynamicObject>::namespaced_with(client.clone(), "default", &v2)
+        .get("demo")
+        .await?;
+    println!("{}", as_v2.data["spec"]);
+    println!("The validating webhook refuses a forbidden one:");
+    command(
+        "kubectl create -f - <<< '{\"apiVersion\": \"webhook.test.olm-rs.io/v1\", \"kind\": \"Widget\", \"metadata\": {\"name\": \"bad\"}, \"spec\": {\"forbidden\": true}}'",
+    );
+    let bad: kube::api::DynamicObject =
+        serde_json::from_value(widget("bad", serde_json::json!({"forbidden": true})))?;
+    match api.create(&Default::default(), &bad).await {
+        Err(kube::Error::Api(e)) => println!("Error from server: {}", e.message),
+        other => anyhow::bail!("the forbidden Widget was not refused: {other:?}"),
+    }
+    println!("The aggregated API answers through the API server:");
+    get(
+        client,
+        ("readings.test.olm-rs.io", "v1", "Reading"),
+        None,
+        None,
+    )
+    .await?;
+    command("kubectl delete widget demo -n default");
+    api.delete("demo", &DeleteParams::background()).await?;
+    wait::wait_for_deletion(&api, "demo", WAIT).await?;
+    println!("widget.webhook.test.olm-rs.io \"demo\" deleted");
+    Ok(())
+}
+
+/// The logs of the first Pod of `selector` once they hold `text`.
+async fn wait_for_log(pods: &Api<Pod>, selector: &str, text: &str) -> Result<String> {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let list = pods
+            .list(&kube::api::ListParams::default().labels(selector))
+            .await?;
+        if let Some(name) = list.items.first().and_then(|p| p.metadata.name.clone())
+            && let Ok(logs) = pods.logs(&name, &Default::default()).await
+            && logs.contains(text)
+        {
+            return Ok(logs);
+        }
+        anyhow::ensure!(
+            std::time::Instant::now() < deadline,
+            "no {text:?} in the logs of {selector}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
 
 /// `http://<ClusterIP>:<port>` of the Service `name` of olm-system: this machine routes the
 /// node's Service range (`.svc` names resolve only inside the cluster).
@@ -341,8 +529,10 @@ async fn main() -> Result<()> {
     println!("Its Deployment rolled to 0.2.0:");
     show_workload(&client, "0.2.0").await?;
 
+    more_operators(&client, &registry, &dir).await?;
+
     step(
-        9,
+        10,
         "The managers' metrics, over HTTPS to an authorized token",
     );
     println!(
@@ -404,25 +594,26 @@ async fn main() -> Result<()> {
     println!("{}", status.as_u16());
 
     step(
-        10,
-        "Delete the Operator and the Catalog: nothing of the operator is left",
+        11,
+        "Delete the Operators and the Catalogs: nothing of the operators is left",
     );
-    command("kubectl delete operator example-operator");
-    operators
-        .delete("example-operator", &DeleteParams::background())
-        .await?;
-    wait::wait_for_deletion(&operators, "example-operator", WAIT).await?;
     let bds: Api<BundleDeployment> = Api::all(client.clone());
-    wait::wait_for_deletion(&bds, "example-operator", WAIT).await?;
-    println!("operator.operators.operatorframework.io \"example-operator\" deleted");
-    command("kubectl delete catalog example-operator-index");
-    catalogs
-        .delete("example-operator-index", &DeleteParams::background())
-        .await?;
-    wait::wait_for_deletion(&catalogs, "example-operator-index", WAIT).await?;
-    println!("catalog.catalogd.operatorframework.io \"example-operator-index\" deleted");
+    for name in ["example-operator", "own-operator", "webhook-operator"] {
+        command(&format!("kubectl delete operator {name}"));
+        operators.delete(name, &DeleteParams::background()).await?;
+        wait::wait_for_deletion(&operators, name, WAIT).await?;
+        wait::wait_for_deletion(&bds, name, WAIT).await?;
+        println!("operator.operators.operatorframework.io \"{name}\" deleted");
+    }
+    for name in ["example-operator-index", "more-operators"] {
+        command(&format!("kubectl delete catalog {name}"));
+        catalogs.delete(name, &DeleteParams::background()).await?;
+        wait::wait_for_deletion(&catalogs, name, WAIT).await?;
+        println!("catalog.catalogd.operatorframework.io \"{name}\" deleted");
+    }
     let namespaces: Api<Namespace> = Api::all(client.clone());
     wait::wait_for_deletion(&namespaces, OPERATOR_NS, WAIT).await?;
+    wait::wait_for_deletion(&namespaces, OWN_NS, WAIT).await?;
     get(&client, BUNDLE_DEPLOYMENTS, None, None).await?;
     get(
         &client,
@@ -436,7 +627,7 @@ async fn main() -> Result<()> {
     command(&format!("curl -s -o /dev/null -w '%{{http_code}}' {url}"));
     println!("{}", reqwest::get(&url).await?.status().as_u16());
 
-    step(11, "Uninstall olm-rs");
+    step(12, "Uninstall olm-rs");
     command("kubectl delete clusterrolebinding olm-demo-metrics-reader");
     Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(client.clone())
         .delete("olm-demo-metrics-reader", &DeleteParams::background())

@@ -73,3 +73,11 @@ fn the_aggregated_api_lists_one_reading() {
     );
     assert!(readings("/apis/other/v1").is_none());
 }
+
+#[test]
+fn kubectl_gets_readings_as_a_table() {
+    let list = readings("/apis/readings.test.olm-rs.io/v1/readings").unwrap();
+    let table = as_table(&list);
+    assert_eq!(table["kind"], "Table");
+    assert_eq!(table["rows"][0]["cells"], json!(["current", 42]));
+}

@@ -21,6 +21,7 @@ mod provisioner_ownership;
 mod provisioner_registry;
 mod provisioner_restart;
 mod provisioner_watches;
+mod provisioner_webhooks;
 mod samples;
 mod switcher;
 mod validation;
