@@ -5,7 +5,8 @@
 //! as a tutorial (a step title, the command a user would type, and what it printed): an
 //! operator's bundles and catalog pushed to a registry, a Catalog of that image, an Operator
 //! resolved to a BundleDeployment and installed by the provisioner, the Catalog moved to a new
-//! version and the operator upgraded with it, and everything deleted again.
+//! version and the operator upgraded with it, an OwnNamespace operator and a webhook and
+//! APIService operator from a second Catalog, and everything deleted again.
 //!
 //! Usage: `olm-demo [SAMPLES_DIR]`
 
