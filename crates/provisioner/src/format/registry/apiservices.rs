@@ -45,6 +45,12 @@ pub fn check(csv: &Csv) -> Result<(), RegistryError> {
                 a.deployment_name
             ));
         }
+        if !(0..=65535).contains(&a.container_port) {
+            problems.push(format!(
+                "owned APIService {name:?} has containerPort {}: a port is 1 to 65535 (0 or none: 443)",
+                a.container_port
+            ));
+        }
         if !seen.insert(name.clone()) {
             problems.push(format!("owned APIService {name:?} is declared twice"));
         }

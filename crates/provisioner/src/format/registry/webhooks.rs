@@ -158,6 +158,24 @@ pub fn check(csv: &Csv) -> Result<(), RegistryError> {
     for w in hooks.iter().filter(|w| w.type_ != CONVERSION) {
         problems.extend(forbidden_rules(w));
     }
+    // Beyond upstream (the API server would refuse the Service, after other objects were
+    // applied): ports a Service can have.
+    for w in hooks {
+        if !(0..=65535).contains(&w.container_port) {
+            problems.push(format!(
+                "webhook '{}' has containerPort {}: a port is 1 to 65535 (0 or none: 443)",
+                w.generate_name, w.container_port
+            ));
+        }
+        if let Some(n) = w.target_port.as_ref().and_then(Value::as_i64)
+            && !(1..=65535).contains(&n)
+        {
+            problems.push(format!(
+                "webhook '{}' has targetPort {n}: a port is 1 to 65535",
+                w.generate_name
+            ));
+        }
+    }
     if problems.is_empty() {
         Ok(())
     } else {

@@ -186,3 +186,17 @@ fn a_converted_crd_calls_its_webhook_unless_it_keeps_unknown_fields() {
         "{refused}"
     );
 }
+
+#[test]
+fn ports_a_service_cannot_have_are_refused() {
+    let mut wide = hook(VALIDATING, "v.example.com");
+    wide["containerPort"] = json!(70000);
+    wide["targetPort"] = json!(0);
+    assert_eq!(
+        problems(&csv(&["AllNamespaces"], json!([wide]), &[])),
+        [
+            "webhook 'v.example.com' has containerPort 70000: a port is 1 to 65535 (0 or none: 443)",
+            "webhook 'v.example.com' has targetPort 0: a port is 1 to 65535",
+        ]
+    );
+}
