@@ -85,7 +85,10 @@ fn bundle(hooks: Vec<Value>, apis: Vec<(String, i32)>, modes: Vec<&'static str>)
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(5000))]
+    // 5,000 cases by default; PROPTEST_CASES asks for more (a longer fuzzing run).
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(5000)
+    ))]
 
     #[test]
     fn accepted_webhooks_call_services_the_bundle_has(
