@@ -2,9 +2,9 @@
 //! argocd-operator v0.6.0 (a real public operator's CSV and CRDs, the bundle of upstream's
 //! conversion regression test, in crates/provisioner/tests/data/registry-v1) installs its
 //! Namespace, ServiceAccount, ClusterRoles and bindings (upstream's names, upstream's rules),
-//! CRDs, ConfigMap, Service and Deployment; an OwnNamespace-only bundle and one with webhooks
-//! are refused with upstream's words and apply nothing; deleting the BundleDeployment removes
-//! what it installed.
+//! CRDs, ConfigMap, Service and Deployment; a SingleNamespace-only bundle asked for nothing, and
+//! one whose webhook names a Deployment it lacks, are refused with upstream's words and apply
+//! nothing; deleting the BundleDeployment removes what it installed.
 
 use std::path::Path;
 use std::time::Duration;
@@ -153,7 +153,7 @@ async fn a_real_registry_v1_bundle_installs_and_unsupported_ones_are_refused() {
             "e2e-webhooks",
             "HasValidBundle",
             "BundleLoadFailed",
-            "convert registry+v1 bundle to plain+v0 bundle: unsupported bundle: webhookDefinitions are not supported",
+            "convert registry+v1 bundle to plain+v0 bundle: invalid webhook definitions: webhook of type 'ValidatingAdmissionWebhook' with name 'vwidget.example.com' references non-existent deployment 'widget'",
         ),
     ];
 
