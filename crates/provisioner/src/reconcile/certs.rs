@@ -13,13 +13,10 @@ use crate::status::Attempt;
 
 use super::Context;
 
-/// What a sync puts in, whether the store changed, and when the next step is due.
+/// What a sync puts in, and when the next step is due.
 pub struct Prepared {
     /// What goes into the objects.
     pub injection: Injection,
-    /// The store changed (certificates were issued or a CA moved on): everything is applied
-    /// again.
-    pub changed: bool,
     /// How soon the next step of the provisioner's own CA falls due.
     pub due: Option<Duration>,
 }
@@ -32,7 +29,6 @@ pub async fn prepare(
 ) -> Result<Prepared, Attempt> {
     let nothing = |injection| Prepared {
         injection,
-        changed: false,
         due: None,
     };
     if serving.is_empty() {
@@ -72,7 +68,6 @@ pub async fn prepare(
                 .map(|(k, i)| (k.clone(), (i.cert.clone(), i.key.clone())))
                 .collect(),
         },
-        changed,
         // A second late rather than early: at the step's time it is due.
         due: Some(due + Duration::from_secs(1)),
     })

@@ -70,6 +70,10 @@ pub struct Context {
     pub health_reads: Mutex<HashMap<String, HashMap<Key, Read>>>,
     /// How serving certificates are issued.
     pub certs: Certs,
+    /// The certificates each BundleDeployment's objects were last synced with: while they are
+    /// the ones to put in, a reconcile restores only what drifted; otherwise (a rotation step,
+    /// a sync that failed after one) it syncs the whole set.
+    pub certs_synced: Mutex<HashMap<String, Injection>>,
 }
 
 impl Context {
@@ -98,6 +102,7 @@ impl Context {
             health_targets: Mutex::default(),
             health_reads: Mutex::default(),
             certs,
+            certs_synced: Mutex::default(),
         }
     }
 
@@ -123,6 +128,15 @@ impl Context {
                 }
             }
         }
+    }
+
+    /// Whether `bd`'s set was last synced with `injection`.
+    fn synced_with(&self, bd: &str, injection: &Injection) -> bool {
+        self.certs_synced
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(bd)
+            == Some(injection)
     }
 
     /// What is held of `bd`'s template `bundle`.
@@ -199,6 +213,10 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
                 .unwrap_or_else(PoisonError::into_inner)
                 .remove(&name);
             ctx.forget_health_reads(&name, None);
+            ctx.certs_synced
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&name);
             let _ = ctx.metrics.managed_objects.remove_label_values(&[&name]);
             ctx.drift.state().forget(&name);
             ctx.drift.stop_unused();
@@ -408,14 +426,15 @@ async fn install(
 ) -> (Attempt, Option<Duration>) {
     let held = ctx.held(&owner.name, &wanted.bundle);
     let current = installed_of(bd).as_ref() == Some(wanted);
-    // Certificates first, for what is held: a step due is a whole sync.
+    // Certificates first, for what is held: other ones than the set was synced with (a
+    // rotation step) are a whole sync.
     let mut prepared = None;
     if let Some(h) = held.as_ref().filter(|_| current) {
         let drifted = ctx.drift.state().drifted(&owner.name);
         if let Some(drifted) = drifted {
             match certs::prepare(ctx, owner, &h.serving).await {
                 Err(e) => return (e, None),
-                Ok(p) if !p.changed => {
+                Ok(p) if ctx.synced_with(&owner.name, &p.injection) => {
                     let attempt = restore(
                         ctx,
                         bd,
@@ -512,6 +531,11 @@ async fn sync(
     };
     let due = prepared.due;
     let objects = crate::certs::inject(objects, &serving, &prepared.injection);
+    // Forgotten until this sync succeeds: a failed one is followed by a whole sync.
+    ctx.certs_synced
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .remove(&owner.name);
     let namespace_objects = objects
         .iter()
         .filter(|o| o.key.group.is_empty() && o.key.kind == "Namespace")
@@ -584,6 +608,10 @@ async fn sync(
             for kept in &synced.kept {
                 report::kept(ctx, bd, kept, "Install").await;
             }
+            ctx.certs_synced
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(owner.name.clone(), prepared.injection);
             (Attempt::Applied, due)
         }
         Err(e) => (e.into(), due),
