@@ -174,3 +174,17 @@ pub fn explain(
             source,
         })
 }
+
+/// The condition `type_` of the BundleDeployment `bd`: (status, reason, message).
+pub fn bd_condition(
+    bd: Option<&BundleDeployment>,
+    type_: &str,
+) -> Option<(String, String, String)> {
+    let c = bd?
+        .status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)?;
+    Some((c.status.clone(), c.reason.clone(), c.message.clone()))
+}

@@ -59,13 +59,7 @@ pub(crate) fn condition(
     bd: Option<&BundleDeployment>,
     type_: &str,
 ) -> Option<(String, String, String)> {
-    let c = bd?
-        .status
-        .as_ref()?
-        .conditions
-        .iter()
-        .find(|c| c.type_ == type_)?;
-    Some((c.status.clone(), c.reason.clone(), c.message.clone()))
+    olm_e2e::operators::bd_condition(bd, type_)
 }
 
 fn file(path: &str, doc: serde_json::Value) -> Entry {
