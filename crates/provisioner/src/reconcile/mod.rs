@@ -531,6 +531,17 @@ async fn sync(
     };
     let due = prepared.due;
     let objects = crate::certs::inject(objects, &serving, &prepared.injection);
+    // What the certificates add (Secrets, Roles, cert-manager's objects) is held to the same
+    // --allowed-kinds as the bundle.
+    if let Err(e) = ctx.allowed.check(&objects) {
+        return (
+            Attempt::Invalid {
+                reason: reasons::KIND_NOT_ALLOWED,
+                message: e.to_string(),
+            },
+            due,
+        );
+    }
     // Forgotten until this sync succeeds: a failed one is followed by a whole sync.
     ctx.certs_synced
         .lock()
