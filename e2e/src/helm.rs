@@ -17,18 +17,48 @@ pub fn helm() -> Result<PathBuf> {
         let dir = PathBuf::from(dir);
         return Ok(if dir.is_dir() { dir.join("helm") } else { dir });
     }
-    let cache = std::env::var_os("HOME")
+    cached("helm")
+        .ok_or_else(|| Error::Cluster("no HELM_BIN and no cached helm: run hack/test.sh".into()))
+}
+
+/// The tool `name` of the cached test binaries (`~/.cache/olm-rs/testbin/<build>/<name>`).
+pub fn cached(name: &str) -> Option<PathBuf> {
+    let cache = std::env::var_os("OLM_TESTBIN_CACHE")
         .map(PathBuf::from)
-        .unwrap_or_default()
-        .join(".cache/olm-rs/testbin");
+        .unwrap_or_else(|| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_default()
+                .join(".cache/olm-rs/testbin")
+        });
     std::fs::read_dir(&cache)
         .ok()
         .into_iter()
         .flatten()
         .flatten()
-        .map(|e| e.path().join("helm"))
+        .map(|e| e.path().join(name))
         .find(|p| p.exists())
-        .ok_or_else(|| Error::Cluster("no HELM_BIN and no cached helm: run hack/test.sh".into()))
+}
+
+/// Runs the real `kubectl args` (built with the control plane) against the test cluster; its
+/// standard output.
+pub fn kubectl(args: &[&str]) -> Result<String> {
+    let kubectl = cached("kubectl")
+        .ok_or_else(|| Error::Cluster("no cached kubectl: run hack/test.sh".into()))?;
+    let kubeconfig = crate::cluster::cluster()?.kubeconfig.clone();
+    let out = Command::new(kubectl)
+        .args(args)
+        .env("KUBECONFIG", &kubeconfig)
+        .output()
+        .map_err(|e| Error::Cluster(format!("running kubectl: {e}")))?;
+    if !out.status.success() {
+        return Err(Error::Cluster(format!(
+            "kubectl {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// The chart's folder.

@@ -3,10 +3,10 @@
 //! served by its one Deployment (olm-test-operator, an image assembled from this build), is
 //! installed with certificates the provisioner issues itself. The API server calls it: a
 //! forbidden Widget is refused, every Widget is labelled, a Widget stored as v1 reads as v2,
-//! and the aggregated API lists its Reading. `Healthy` waits for the Service to have a ready
-//! endpoint and the APIService to be Available. With a short certificate lifetime
-//! (`--cert-lifetime-seconds`), the CA rotates while Widgets are created and read without
-//! pause, and not one call fails. Removing the BundleDeployment removes what it installed,
+//! and the aggregated API lists its Reading (the real `kubectl get readings` too). `Healthy`
+//! waits for the Service to have a ready endpoint and the APIService to be Available. With a
+//! short certificate lifetime (`--cert-lifetime-seconds`), the CA rotates while Widgets are
+//! created and read without pause, and not one call fails. Removing the BundleDeployment removes what it installed,
 //! its certificate store with it.
 
 use std::time::{Duration, Instant};
@@ -257,6 +257,17 @@ async fn a_webhook_and_api_service_operator_is_called_by_the_api_server_and_its_
     let list = readings.list(&Default::default()).await.unwrap();
     assert_eq!(list.items.len(), 1);
     assert_eq!(list.items[0].metadata.name.as_deref(), Some("current"));
+    // And as a user asks: the real kubectl, its discovery finding the aggregated API.
+    let table = tokio::task::spawn_blocking(|| olm_e2e::helm::kubectl(&["get", "readings"]))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        table
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["current", "42"]),
+        "{table}"
+    );
     // Its certificate store is kept where bundles never go, owned by the BundleDeployment.
     let store = Api::<Secret>::namespaced(ctx.client.clone(), OLM_NAMESPACE)
         .get(&format!("{name}-certs"))
