@@ -6,9 +6,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
+mod common;
+
 use std::path::Path;
 
-use provisioner::bundle::Tree;
 use provisioner::crd_safety::check;
 use provisioner::format::registry;
 use provisioner::object::Object;
@@ -18,15 +19,7 @@ fn objects(version: &str) -> Vec<Object> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../config/samples/example-operator")
         .join(format!("bundle-{version}"));
-    let mut tree = Tree::new();
-    for sub in ["manifests", "metadata"] {
-        for entry in std::fs::read_dir(dir.join(sub)).unwrap() {
-            let path = entry.unwrap().path();
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            tree = tree.file(&format!("{sub}/{name}"), std::fs::read(&path).unwrap());
-        }
-    }
-    registry::objects(&tree).unwrap()
+    registry::objects(&common::bundle_tree(&dir)).unwrap()
 }
 
 fn keys(objects: &[Object]) -> Vec<String> {

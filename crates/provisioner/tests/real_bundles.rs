@@ -9,10 +9,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use provisioner::bundle::Tree;
 use provisioner::certs::issue::Rcgen;
 use provisioner::certs::rotation::advance;
 use provisioner::certs::{Injection, inject};
@@ -22,18 +23,6 @@ use provisioner::settings::Settings;
 use serde_json::Value;
 
 const REAL: &str = "tests/data/registry-v1/real";
-
-fn tree(dir: &Path) -> Tree {
-    let mut tree = Tree::new();
-    for sub in ["manifests", "metadata"] {
-        for entry in std::fs::read_dir(dir.join(sub)).unwrap() {
-            let path = entry.unwrap().path();
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            tree = tree.file(&format!("{sub}/{name}"), std::fs::read(&path).unwrap());
-        }
-    }
-    tree
-}
 
 fn bundles() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(REAL);
@@ -48,18 +37,10 @@ fn bundles() -> Vec<PathBuf> {
 
 /// The bundle's objects, as installed with nothing asked and the provisioner's own CA.
 fn installed(dir: &Path) -> (Vec<Object>, Vec<registry::Serving>, String) {
-    let rendered = registry::render(&tree(dir), &Settings::default())
+    let rendered = registry::render(&common::bundle_tree(dir), &Settings::default())
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     let (store, _) = advance(None, &rendered.serving, 1_800_000_000, 3600, &mut Rcgen).unwrap();
-    let injection = Injection::Own {
-        bundle: store.bundle(),
-        signing: store.current.cert.clone(),
-        issued: store
-            .serving
-            .iter()
-            .map(|(k, i)| (k.clone(), (i.cert.clone(), i.key.clone())))
-            .collect(),
-    };
+    let injection = Injection::own(&store);
     let objects = inject(rendered.objects, &rendered.serving, &injection);
     (objects, rendered.serving, store.bundle())
 }

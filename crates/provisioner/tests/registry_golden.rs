@@ -9,27 +9,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use provisioner::bundle::Tree;
 use provisioner::format::registry;
 use provisioner::settings::Settings;
 use serde_json::Value;
 
 const BUNDLE: &str = "tests/data/registry-v1/argocd-operator.v0.6.0";
-
-fn tree(dir: &Path) -> Tree {
-    let mut tree = Tree::new();
-    for sub in ["manifests", "metadata"] {
-        for entry in std::fs::read_dir(dir.join(sub)).unwrap() {
-            let path = entry.unwrap().path();
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            tree = tree.file(&format!("{sub}/{name}"), std::fs::read(&path).unwrap());
-        }
-    }
-    tree
-}
 
 /// Go's typed round trip writes `creationTimestamp: null` and empty `status`es; neither is
 /// part of what is applied.
@@ -61,7 +50,7 @@ fn id(v: &Value) -> String {
 /// Our objects, by kind and name (namespaced ones with their namespace).
 fn ours(settings: &Settings) -> BTreeMap<String, Value> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(BUNDLE);
-    registry::objects_for(&tree(&dir), settings)
+    registry::objects_for(&common::bundle_tree(&dir), settings)
         .unwrap()
         .into_iter()
         .map(|o| {
@@ -246,7 +235,7 @@ fn argocd_is_refused_for_several_namespaces_naming_what_it_supports() {
         watch: Some(vec!["team-a".into(), "team-b".into()]),
         deployment: None,
     };
-    let refused = registry::objects_for(&tree(&dir), &settings).unwrap_err();
+    let refused = registry::objects_for(&common::bundle_tree(&dir), &settings).unwrap_err();
     assert_eq!(
         refused.to_string(),
         "unsupported install mode: MultiNamespace (watching \"team-a\", \"team-b\") is not \
@@ -258,7 +247,7 @@ fn argocd_is_refused_for_several_namespaces_naming_what_it_supports() {
 #[test]
 fn without_a_namespace_given_it_installs_into_package_system() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(BUNDLE);
-    let objects = registry::objects(&tree(&dir)).unwrap();
+    let objects = registry::objects(&common::bundle_tree(&dir)).unwrap();
     // argocd-operator suggests none: `<package>-system`.
     assert_eq!(
         objects[0].key.to_string(),
@@ -287,7 +276,7 @@ fn webhook_operator_converts_as_upstream_renders_it() {
         watch: None,
         deployment: None,
     };
-    let rendered = registry::render(&tree(&dir), &settings).unwrap();
+    let rendered = registry::render(&common::bundle_tree(&dir), &settings).unwrap();
     let ours: BTreeMap<String, Value> = rendered
         .objects
         .into_iter()

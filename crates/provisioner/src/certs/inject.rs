@@ -51,6 +51,21 @@ pub enum Injection {
     ServiceCa,
 }
 
+impl Injection {
+    /// The provisioner's own CA, as `store` keeps it.
+    pub fn own(store: &crate::certs::rotation::Store) -> Injection {
+        Injection::Own {
+            bundle: store.bundle(),
+            signing: store.current.cert.clone(),
+            issued: store
+                .serving
+                .iter()
+                .map(|(k, i)| (k.clone(), (i.cert.clone(), i.key.clone())))
+                .collect(),
+        }
+    }
+}
+
 /// Where OLM mounts a serving certificate: the volume, its path, and the file names of the
 /// certificate and key.
 const VOLUMES: [(&str, &str, &str, &str); 2] = [
@@ -90,7 +105,7 @@ pub fn inject(mut objects: Vec<Object>, serving: &[Serving], injection: &Injecti
                     for hook in hooks {
                         let service = hook.pointer("/clientConfig/service").cloned();
                         if let Some(s) = service.as_ref().and_then(calls) {
-                            set_ca(hook.pointer_mut("/clientConfig"), s, injection);
+                            set_ca(hook.pointer_mut("/clientConfig"), injection);
                             hit.push(s.clone());
                         }
                     }
@@ -105,7 +120,7 @@ pub fn inject(mut objects: Vec<Object>, serving: &[Serving], injection: &Injecti
                 let service = config.as_ref().and_then(|c| c.get("service")).cloned();
                 match service.as_ref().and_then(calls) {
                     Some(s) => {
-                        set_ca(config, s, injection);
+                        set_ca(config, injection);
                         vec![s.clone()]
                     }
                     None => Vec::new(),
@@ -119,7 +134,7 @@ pub fn inject(mut objects: Vec<Object>, serving: &[Serving], injection: &Injecti
                     .cloned();
                 match service.as_ref().and_then(calls) {
                     Some(s) => {
-                        set_ca(o.manifest.get_mut("spec"), s, injection);
+                        set_ca(o.manifest.get_mut("spec"), injection);
                         vec![s.clone()]
                     }
                     None => Vec::new(),
@@ -200,7 +215,7 @@ pub fn inject(mut objects: Vec<Object>, serving: &[Serving], injection: &Injecti
 }
 
 /// Puts the CA bundle into `config` (a `clientConfig`, or an APIService's spec).
-fn set_ca(config: Option<&mut Value>, _serving: &Serving, injection: &Injection) {
+fn set_ca(config: Option<&mut Value>, injection: &Injection) {
     if let (Some(Value::Object(config)), Injection::Own { bundle, .. }) = (config, injection) {
         config.insert("caBundle".into(), json!(STANDARD.encode(bundle)));
     }

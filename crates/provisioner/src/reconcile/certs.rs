@@ -59,15 +59,7 @@ pub async fn prepare(
     }
     let due = Duration::from_secs(u64::try_from(next_step(&store, now, lifetime)).unwrap_or(0));
     Ok(Prepared {
-        injection: Injection::Own {
-            bundle: store.bundle(),
-            signing: store.current.cert.clone(),
-            issued: store
-                .serving
-                .iter()
-                .map(|(k, i)| (k.clone(), (i.cert.clone(), i.key.clone())))
-                .collect(),
-        },
+        injection: Injection::own(&store),
         // A second late rather than early: at the step's time it is due.
         due: Some(due + Duration::from_secs(1)),
     })

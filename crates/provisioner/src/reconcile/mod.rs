@@ -130,6 +130,18 @@ impl Context {
         }
     }
 
+    /// Remembers what `bd`'s set was synced with (`None`: forgets it).
+    fn synced(&self, bd: &str, injection: Option<Injection>) {
+        let mut synced = self
+            .certs_synced
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match injection {
+            Some(i) => synced.insert(bd.to_owned(), i),
+            None => synced.remove(bd),
+        };
+    }
+
     /// Whether `bd`'s set was last synced with `injection`.
     fn synced_with(&self, bd: &str, injection: &Injection) -> bool {
         self.certs_synced
@@ -213,10 +225,7 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
                 .unwrap_or_else(PoisonError::into_inner)
                 .remove(&name);
             ctx.forget_health_reads(&name, None);
-            ctx.certs_synced
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&name);
+            ctx.synced(&name, None);
             let _ = ctx.metrics.managed_objects.remove_label_values(&[&name]);
             ctx.drift.state().forget(&name);
             ctx.drift.stop_unused();
@@ -543,10 +552,7 @@ async fn sync(
         );
     }
     // Forgotten until this sync succeeds: a failed one is followed by a whole sync.
-    ctx.certs_synced
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .remove(&owner.name);
+    ctx.synced(&owner.name, None);
     let namespace_objects = objects
         .iter()
         .filter(|o| o.key.group.is_empty() && o.key.kind == "Namespace")
@@ -619,10 +625,7 @@ async fn sync(
             for kept in &synced.kept {
                 report::kept(ctx, bd, kept, "Install").await;
             }
-            ctx.certs_synced
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .insert(owner.name.clone(), prepared.injection);
+            ctx.synced(&owner.name, Some(prepared.injection));
             (Attempt::Applied, due)
         }
         Err(e) => (e.into(), due),

@@ -10,11 +10,11 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::csv::{Csv, port_or_default};
 use super::services::service_name;
-use super::{RegistryError, account_or_default, made};
+use super::{RegistryError, made};
 use crate::object::Object;
 
 /// Where the role aggregated API servers read their callers' client CA from lives.
@@ -22,14 +22,7 @@ const KUBE_SYSTEM: &str = "kube-system";
 
 /// Every reason the CSV's APIServices cannot be installed.
 pub fn check(csv: &Csv) -> Result<(), RegistryError> {
-    let deployments: BTreeSet<&str> = csv
-        .spec
-        .install
-        .spec
-        .deployments
-        .iter()
-        .map(|d| d.name.as_str())
-        .collect();
+    let deployments = csv.deployment_names();
     let mut problems = Vec::new();
     let mut seen = BTreeSet::new();
     for a in &csv.spec.apiservicedefinitions.owned {
@@ -101,12 +94,7 @@ pub fn objects(csv: &Csv, namespace: &str) -> Vec<Object> {
         .filter(|d| serving.contains(d.name.as_str()))
     {
         let service = service_name(&d.name);
-        let account = d
-            .spec
-            .get("template")
-            .and_then(|t| t.pointer("/spec/serviceAccountName"))
-            .and_then(Value::as_str)
-            .map_or("default", account_or_default);
+        let account = d.service_account();
         let subjects = json!([{"kind": "ServiceAccount", "name": account, "namespace": namespace}]);
         let delegator = format!("{service}-system:auth-delegator");
         out.push(made(

@@ -232,11 +232,34 @@ pub struct DeploymentSpec {
 }
 
 impl Csv {
+    /// The names of its Deployments.
+    pub fn deployment_names(&self) -> std::collections::BTreeSet<&str> {
+        self.spec
+            .install
+            .spec
+            .deployments
+            .iter()
+            .map(|d| d.name.as_str())
+            .collect()
+    }
+
     /// Whether it declares `mode` supported.
     pub fn supports(&self, mode: &str) -> bool {
         self.spec
             .install_modes
             .iter()
             .any(|m| m.type_ == mode && m.supported)
+    }
+}
+
+impl DeploymentSpec {
+    /// The ServiceAccount its Pods run as (`default` when none is named).
+    pub fn service_account(&self) -> &str {
+        self.spec
+            .get("template")
+            .and_then(|t| t.pointer("/spec/serviceAccountName"))
+            .and_then(Value::as_str)
+            .filter(|a| !a.is_empty())
+            .unwrap_or("default")
     }
 }

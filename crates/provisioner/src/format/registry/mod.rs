@@ -368,7 +368,7 @@ fn namespace_object(namespace: &str) -> Object {
 }
 
 /// The ServiceAccount a permission or a Pod names (`default` when empty).
-pub(crate) fn account_or_default(name: &str) -> &str {
+fn account_or_default(name: &str) -> &str {
     if name.is_empty() { "default" } else { name }
 }
 
@@ -381,14 +381,10 @@ fn service_accounts(csv: &Csv, namespace: &str) -> Vec<Object> {
         .iter()
         .chain(&strategy.cluster_permissions)
         .map(|p| account_or_default(&p.service_account_name).to_owned());
-    let from_pods = strategy.deployments.iter().map(|d| {
-        d.spec
-            .get("template")
-            .and_then(|t| t.pointer("/spec/serviceAccountName"))
-            .and_then(Value::as_str)
-            .map_or("default", account_or_default)
-            .to_owned()
-    });
+    let from_pods = strategy
+        .deployments
+        .iter()
+        .map(|d| d.service_account().to_owned());
     let names: BTreeSet<String> = from_permissions.chain(from_pods).collect();
     names
         .iter()

@@ -75,14 +75,7 @@ pub fn check(csv: &Csv) -> Result<(), RegistryError> {
             }
         }
     }
-    let deployments: BTreeSet<&str> = csv
-        .spec
-        .install
-        .spec
-        .deployments
-        .iter()
-        .map(|d| d.name.as_str())
-        .collect();
+    let deployments = csv.deployment_names();
     let mut dangling: Vec<&Webhook> = hooks
         .iter()
         .filter(|w| !deployments.contains(w.deployment_name.as_str()))
