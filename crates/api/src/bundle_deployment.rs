@@ -14,10 +14,54 @@ use crate::schema::conditions_schema;
 pub const PLAIN_PROVISIONER: &str = "core-rukpak-io-plain";
 /// Provisioner class of registry+v1 bundles (the default media type).
 pub const REGISTRY_PROVISIONER: &str = "core-rukpak-io-registry";
+/// Provisioner class of Helm charts (`olm.bundle.mediatype: helm+v3`; rukpak's name).
+pub const HELM_PROVISIONER: &str = "core-rukpak-io-helm";
+/// Provisioner class of kustomizations (`olm.bundle.mediatype: kustomize`; olm-rs's own:
+/// rukpak's kustomize provisioner was proposed and never merged).
+pub const KUSTOMIZE_PROVISIONER: &str = "core-rukpak-io-kustomize";
 /// The label on a CRD that lets tools of the ApplySet convention (KEP-3659, `kubectl apply
 /// --prune --applyset`) take its objects as ApplySet parents: the provisioner makes every
 /// BundleDeployment the parent of the set it applied.
 pub const APPLYSET_PARENT_TYPE_LABEL: &str = "applyset.kubernetes.io/is-parent-type";
+
+/// A Secret or ConfigMap in the provisioner's namespace whose key holds Helm values (YAML),
+/// as a BundleDeployment's `spec.config.valuesFrom` and an Operator's `spec.valuesFrom` name it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ValuesReference {
+    /// `Secret` or `ConfigMap`.
+    pub kind: ValuesKind,
+    /// Its name, in the provisioner's namespace.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// The key holding the values; `values.yaml` when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    pub key: Option<String>,
+    /// When true, a missing object or key is skipped; otherwise it stops the install with a
+    /// reason.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub optional: bool,
+}
+
+/// The kinds values are read from.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum ValuesKind {
+    /// A Secret (`data`, base64).
+    Secret,
+    /// A ConfigMap (`data`).
+    ConfigMap,
+}
+
+impl ValuesReference {
+    /// The key read: `key`, or `values.yaml`.
+    pub fn key(&self) -> &str {
+        self.key.as_deref().unwrap_or(DEFAULT_VALUES_KEY)
+    }
+}
+
+/// The key a [`ValuesReference`] reads when it names none (Flux's HelmRelease default).
+pub const DEFAULT_VALUES_KEY: &str = "values.yaml";
 
 /// A bundle to deploy and the provisioner that deploys it.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]

@@ -73,6 +73,24 @@ pub struct Args {
     /// replaced when a third of it is left). Shorter only to watch rotation happen.
     #[arg(long, default_value_t = crate::certs::LIFETIME.as_secs(), value_parser = clap::value_parser!(u64).range(60..))]
     pub cert_lifetime_seconds: u64,
+    /// The `helm` program that renders helm+v3 bundles (a path, or a name looked up on
+    /// `PATH`; the image ships it at /usr/local/bin/helm).
+    #[arg(long, default_value = "helm")]
+    pub helm_binary: PathBuf,
+    /// The `kustomize` program that builds kustomize bundles (a path, or a name looked up on
+    /// `PATH`; the image ships it at /usr/local/bin/kustomize).
+    #[arg(long, default_value = "kustomize")]
+    pub kustomize_binary: PathBuf,
+    /// How long one render (`helm template`, `kustomize build`) may run, in seconds.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    pub render_timeout_seconds: u64,
+    /// The most memory one render may hold, in bytes (its resident set; the kernel's data
+    /// limit backs it).
+    #[arg(long, default_value_t = 512 * 1024 * 1024)]
+    pub render_memory_bytes: u64,
+    /// Renders run at once (each may hold --render-memory-bytes).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..))]
+    pub render_concurrency: u16,
     #[command(flatten)]
     pub network: NetworkArgs,
     #[command(flatten)]
@@ -82,6 +100,15 @@ pub struct Args {
 }
 
 impl Args {
+    /// What one render may use (its output: at most the largest bundle).
+    pub fn render_limits(&self) -> crate::render::limits::Limits {
+        crate::render::limits::Limits {
+            time: std::time::Duration::from_secs(self.render_timeout_seconds),
+            memory: self.render_memory_bytes,
+            output: self.max_content_bytes,
+        }
+    }
+
     /// `--allowed-kinds`.
     pub fn allowed(&self) -> Allowed {
         Allowed(self.allowed_kinds.clone())

@@ -58,6 +58,16 @@ impl Tree {
         self.dirs.contains(&normal(path))
     }
 
+    /// Every file, by path, in path order.
+    pub fn files(&self) -> impl Iterator<Item = (&str, &[u8])> {
+        self.files.iter().map(|(p, c)| (p.as_str(), c.as_slice()))
+    }
+
+    /// Every directory, by path, in path order.
+    pub fn dirs(&self) -> impl Iterator<Item = &str> {
+        self.dirs.iter().map(String::as_str)
+    }
+
     /// The entries directly inside directory `dir`, in name order: each name, and the file's
     /// content (`None` for a directory).
     pub fn read_dir(&self, dir: &str) -> Vec<(&str, Option<&[u8]>)> {

@@ -2,7 +2,7 @@
 //! image code catalogd uses (one OCI client, one set of limits, whiteout and link rules, and
 //! credential rules: a pull secret must opt in and name the hosts it may go to, and may name
 //! the BundleDeployments that may use it), and immutable ConfigMaps in the provisioner's
-//! namespace.
+//! namespace; and a chart's values from Secrets and ConfigMaps there.
 
 use std::sync::Arc;
 
@@ -10,11 +10,15 @@ use catalogd_sources::SourceError;
 use catalogd_sources::budget::{Reserve, Share, UnpackBudget};
 use catalogd_sources::image::{ImageRequest, ImageSource, Pulled};
 use catalogd_sources::scope::User;
-use k8s_openapi::api::core::v1::ConfigMap;
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::{Api, Client};
+use olm_api::bundle_deployment::{ValuesKind, ValuesReference};
 
 use crate::bundle::Tree;
 use crate::source::{self, Wanted};
+use crate::values::{Layer, ValuesError};
 
 /// A template's content.
 #[derive(Debug, Clone)]
@@ -88,6 +92,64 @@ impl Fetcher {
             return Err(too_large());
         }
         self.budget.acquire(need).await.ok_or_else(too_large)
+    }
+
+    /// The values files `from` names, in order (Secrets' and ConfigMaps' keys in the
+    /// provisioner's namespace), together no larger than the largest bundle.
+    pub async fn values(&self, from: &[ValuesReference]) -> Result<Vec<Layer>, ValuesError> {
+        let mut layers = Vec::with_capacity(from.len());
+        let mut bytes = 0u64;
+        for (index, reference) in from.iter().enumerate() {
+            let read_error = |e: kube::Error| ValuesError {
+                reason: catalogd_sources::reasons::UNPACK_FAILED,
+                message: format!(
+                    "reading {:?} {}/{}: {e}",
+                    reference.kind, self.namespace, reference.name
+                ),
+            };
+            let data: Option<BTreeMap<String, Vec<u8>>> = match reference.kind {
+                ValuesKind::Secret => {
+                    let api: Api<Secret> = Api::namespaced(self.client.clone(), &self.namespace);
+                    api.get_opt(&reference.name)
+                        .await
+                        .map_err(read_error)?
+                        .map(|s| {
+                            s.data
+                                .unwrap_or_default()
+                                .into_iter()
+                                .map(|(k, v)| (k, v.0))
+                                .collect()
+                        })
+                }
+                ValuesKind::ConfigMap => {
+                    let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &self.namespace);
+                    api.get_opt(&reference.name)
+                        .await
+                        .map_err(read_error)?
+                        .map(|m| {
+                            m.data
+                                .unwrap_or_default()
+                                .into_iter()
+                                .map(|(k, v)| (k, v.into_bytes()))
+                                .collect()
+                        })
+                }
+            };
+            if let Some(layer) = crate::values::layer(index, reference, data.as_ref())? {
+                bytes = bytes.saturating_add(layer.content.len() as u64);
+                if bytes > self.max_content_bytes {
+                    return Err(ValuesError {
+                        reason: catalogd_sources::reasons::CONTENT_TOO_LARGE,
+                        message: format!(
+                            "the values of valuesFrom hold more than {} bytes (--max-content-bytes)",
+                            self.max_content_bytes
+                        ),
+                    });
+                }
+                layers.push(layer);
+            }
+        }
+        Ok(layers)
     }
 
     /// The content `wanted` names, for the BundleDeployment `bd`.

@@ -2,7 +2,8 @@
 //!
 //! This crate grows in steps (issue 22). [`fetch`] reads a template's content (bundle images,
 //! ConfigMaps), [`apply`] applies a bundle's objects to a cluster and [`set`] keeps the
-//! applied set (installs, prunes, removes); [`reconcile`] carries out a [`plan`] and
+//! applied set (installs, prunes, removes); [`render`] runs Helm and kustomize as sandboxed
+//! children for the formats they define; [`reconcile`] carries out a [`plan`] and
 //! [`controller`] runs it for every BundleDeployment (all tested by the e2e tests);
 //! the rest is pure and tested without a cluster:
 //!
@@ -20,7 +21,9 @@
 //! * [`namespaces`]: the namespaces bundles may use (never the managers').
 //! * [`namespace_move`]: an upgrade that would move the install namespace (refused).
 //! * [`held`]: what a Namespace holds that a BundleDeployment did not apply (why it is kept).
-//! * [`settings`]: what a BundleDeployment's `spec.config` asks of an install (namespaces).
+//! * [`settings`]: what a BundleDeployment's `spec.config` asks of an install (namespaces,
+//!   Deployment settings, a chart's values, a kustomization's directory).
+//! * [`values`]: a chart's values in Helm's merge order, and their hash.
 //! * [`source`]: what a template asks to fetch and in which format (refusals before any fetch),
 //!   and the `configMaps` source's files.
 //! * [`status`]: the conditions after a reconcile (`Unpacked`, `HasValidBundle`, `Installed`,
@@ -28,7 +31,9 @@
 //! * [`health`]: whether installed objects work, from their status.
 //! * [`template`]: the hash that names an unpacked template, and `status.activeBundle`.
 //! * [`format`]: each bundle format as a pure conversion from a file tree to objects
-//!   ([`format::plain`]: plain+v0; [`format::registry`]: registry+v1).
+//!   ([`format::plain`]: plain+v0; [`format::registry`]: registry+v1), or what to run for one
+//!   a tool renders ([`format::helm`]: helm+v3; [`format::kustomize`]: kustomize) and how its
+//!   output is read ([`format::rendered`]).
 
 pub mod apply;
 pub mod applyset;
@@ -55,8 +60,10 @@ pub mod order;
 pub mod plan;
 pub mod prune;
 pub mod reconcile;
+pub mod render;
 pub mod set;
 pub mod settings;
 pub mod source;
 pub mod status;
 pub mod template;
+pub mod values;

@@ -19,6 +19,8 @@ use crate::drift::Drift;
 use crate::fetch::Fetcher;
 use crate::metrics::ProvisionerMetrics;
 use crate::reconcile::Context;
+use crate::render::capabilities::Discovered;
+use crate::render::{Cluster, Renderer};
 
 /// What stops the provisioner.
 #[derive(Debug, thiserror::Error)]
@@ -131,6 +133,14 @@ impl Manager for Provisioner {
                     lifetime: Duration::from_secs(args.cert_lifetime_seconds),
                     stores: crate::certs::store::Stores::new(client.clone(), &args.namespace),
                 },
+                Renderer::new(
+                    &args.helm_binary,
+                    &args.kustomize_binary,
+                    args.render_limits(),
+                    usize::from(args.render_concurrency),
+                    args.cache_dir.join("render"),
+                    Cluster::Discovered(Discovered::new(client.clone())),
+                ),
             )
             .resync_every(Duration::from_secs(args.resync_interval_seconds)),
         );

@@ -10,6 +10,8 @@ pub struct ProvisionerMetrics {
     pub unpack_duration: Histogram,
     /// `provisioner_apply_duration_seconds`: one sync of a set (apply, prune).
     pub apply_duration: Histogram,
+    /// `provisioner_render_duration_seconds`: one `helm template` or `kustomize build`.
+    pub render_duration: Histogram,
     /// `provisioner_managed_objects{bundle_deployment}`: the objects of each applied set.
     pub managed_objects: IntGaugeVec,
     /// `provisioner_install_results_total{reason}`: attempts, by the Installed condition's
@@ -41,6 +43,13 @@ impl ProvisionerMetrics {
                 "provisioner_apply_duration_seconds",
                 "How long applying a bundle's objects and pruning the old set's took, successful or not.",
             )
+            .buckets(buckets.clone()),
+        )?;
+        let render_duration = Histogram::with_opts(
+            HistogramOpts::new(
+                "provisioner_render_duration_seconds",
+                "How long rendering a Helm chart or a kustomization took (waiting for a render slot included), successful or not.",
+            )
             .buckets(buckets),
         )?;
         let managed_objects = IntGaugeVec::new(
@@ -64,11 +73,13 @@ impl ProvisionerMetrics {
         registry.register(Box::new(unpack_duration.clone()))?;
         registry.register(Box::new(drift_watches.clone()))?;
         registry.register(Box::new(apply_duration.clone()))?;
+        registry.register(Box::new(render_duration.clone()))?;
         registry.register(Box::new(managed_objects.clone()))?;
         registry.register(Box::new(results.clone()))?;
         Ok(Self {
             unpack_duration,
             apply_duration,
+            render_duration,
             managed_objects,
             results,
             drift_watches,

@@ -88,18 +88,17 @@ pub fn plan(bd: &BundleDeployment) -> Plan {
     }
 }
 
-/// The bundle name of `bd`'s template and, for a registry+v1 one with a `spec.config`, its
-/// config: a change of either is a new install (a BundleDeployment without a config, and a plain
-/// one, whose config is not read, keep the name they had).
+/// The bundle name of `bd`'s template and, for one whose format reads a `spec.config` (all
+/// but plain), its config: a change of either is a new install (a BundleDeployment without a
+/// config, and a plain one, whose config is not read, keep the name they had).
 pub fn wanted_of(bd: &BundleDeployment) -> Installed {
     let template = serde_json::to_value(&bd.spec.template).unwrap_or_default();
-    let registry = bd.spec.template.spec.provisioner_class_name
-        == olm_api::bundle_deployment::REGISTRY_PROVISIONER;
+    let configured = bd.spec.template.spec.provisioner_class_name != PLAIN_PROVISIONER;
     let value = match bd
         .spec
         .config
         .as_ref()
-        .filter(|c| registry && !c.is_empty())
+        .filter(|c| configured && !c.is_empty())
     {
         Some(config) => serde_json::json!({"template": template, "config": config}),
         None => template,
@@ -253,9 +252,9 @@ mod tests {
 
     #[test]
     fn templates_it_cannot_serve_are_refused_before_any_fetch() {
-        let helm = bd(PLAIN_PROVISIONER, "core-rukpak-io-helm", "image");
+        let carvel = bd(PLAIN_PROVISIONER, "core-rukpak-io-carvel", "image");
         assert!(
-            matches!(plan(&helm), Plan::Refuse { refusal, .. } if refusal.reason == source::reasons::UNSUPPORTED_FORMAT)
+            matches!(plan(&carvel), Plan::Refuse { refusal, .. } if refusal.reason == source::reasons::UNSUPPORTED_FORMAT)
         );
         let git = bd(PLAIN_PROVISIONER, PLAIN_PROVISIONER, "git");
         assert!(

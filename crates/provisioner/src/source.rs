@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use catalogd_sources::image::reference::same_repository;
 use k8s_openapi::api::core::v1::ConfigMap;
 use olm_api::bundle_deployment::{
-    BundleConfigMapSource, BundleSpec, PLAIN_PROVISIONER, REGISTRY_PROVISIONER,
+    BundleConfigMapSource, BundleSpec, HELM_PROVISIONER, KUSTOMIZE_PROVISIONER, PLAIN_PROVISIONER,
+    REGISTRY_PROVISIONER,
 };
 
 use crate::bundle::Tree;
@@ -45,6 +46,10 @@ pub enum Format {
     Plain,
     /// registry+v1: the objects OLM makes of the bundle's ClusterServiceVersion.
     Registry,
+    /// helm+v3: what `helm template` renders of the bundle's chart.
+    Helm,
+    /// kustomize: what `kustomize build` makes of the bundle's kustomization.
+    Kustomize,
 }
 
 /// What the template asks to fetch.
@@ -66,10 +71,12 @@ pub fn format_of(spec: &BundleSpec) -> Result<Format, Refusal> {
     match spec.provisioner_class_name.as_str() {
         PLAIN_PROVISIONER => Ok(Format::Plain),
         REGISTRY_PROVISIONER => Ok(Format::Registry),
+        HELM_PROVISIONER => Ok(Format::Helm),
+        KUSTOMIZE_PROVISIONER => Ok(Format::Kustomize),
         other => Err(refuse(
             reasons::UNSUPPORTED_FORMAT,
             format!(
-                "the template's provisionerClassName {other:?} names no bundle format this provisioner knows (it installs {PLAIN_PROVISIONER} and {REGISTRY_PROVISIONER})"
+                "the template's provisionerClassName {other:?} names no bundle format this provisioner knows (it installs {PLAIN_PROVISIONER}, {REGISTRY_PROVISIONER}, {HELM_PROVISIONER} and {KUSTOMIZE_PROVISIONER})"
             ),
         )),
     }

@@ -63,6 +63,19 @@ pub mod reasons {
     pub const KIND_NOT_ALLOWED: &str = "KindNotAllowed";
     /// Applying an object failed (metrics and events; the condition says which install).
     pub const APPLY_FAILED: &str = "ApplyFailed";
+    /// A chart's values are not YAML of a map, or do not meet its `values.schema.json`
+    /// (the message is Helm's).
+    pub const INVALID_VALUES: &str = "InvalidValues";
+    /// A `valuesFrom` entry names a Secret, ConfigMap or key that does not exist.
+    pub const VALUES_NOT_FOUND: &str = "ValuesNotFound";
+    /// Helm or kustomize refused to render the bundle (the message is theirs).
+    pub const RENDER_FAILED: &str = "RenderFailed";
+    /// Rendering ran past its time, memory or output limit and was stopped.
+    pub const RENDER_STOPPED: &str = "RenderStopped";
+    /// A chart's dependency is not vendored in its `charts/` directory.
+    pub const DEPENDENCY_NOT_VENDORED: &str = "DependencyNotVendored";
+    /// A kustomization names a remote base or resource.
+    pub const REMOTE_REFERENCE_REFUSED: &str = "RemoteReferenceRefused";
     /// Every workload and API of the installed bundle is ready.
     pub const HEALTHY: &str = "Healthy";
     /// One is not (the message names it).

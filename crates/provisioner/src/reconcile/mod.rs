@@ -27,6 +27,7 @@ use crate::marks::Owner;
 use crate::metrics::ProvisionerMetrics;
 use crate::object::{Key, Object, Stored};
 use crate::plan::{FINALIZER, Plan, installed_of, plan};
+use crate::render::Renderer;
 use crate::settings::Settings;
 use crate::source::{Format, Wanted};
 use crate::status::{Attempt, Installed, reasons};
@@ -74,6 +75,8 @@ pub struct Context {
     /// the ones to put in, a reconcile restores only what drifted; otherwise (a rotation step,
     /// a sync that failed after one) it syncs the whole set.
     pub certs_synced: Mutex<HashMap<String, Injection>>,
+    /// Renders Helm charts and kustomizations.
+    pub renderer: Renderer,
 }
 
 impl Context {
@@ -88,6 +91,7 @@ impl Context {
         metrics: ProvisionerMetrics,
         drift: Drift,
         certs: Certs,
+        renderer: Renderer,
     ) -> Context {
         Context {
             client,
@@ -103,6 +107,7 @@ impl Context {
             health_reads: Mutex::default(),
             certs,
             certs_synced: Mutex::default(),
+            renderer,
         }
     }
 
@@ -151,13 +156,13 @@ impl Context {
             == Some(injection)
     }
 
-    /// What is held of `bd`'s template `bundle`.
-    fn held(&self, bd: &str, bundle: &str) -> Option<Held> {
+    /// What is held of `bd`'s template `bundle`, rendered with the values of hash `values`.
+    fn held(&self, bd: &str, bundle: &str, values: &str) -> Option<Held> {
         self.contents
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(bd)
-            .filter(|h| h.bundle == bundle)
+            .filter(|h| h.bundle == bundle && h.values == values)
             .cloned()
     }
 }
@@ -173,6 +178,9 @@ pub struct Held {
     pub serving: Arc<Vec<Serving>>,
     /// For an image, the reference by the digest pulled.
     pub resolved: Option<String>,
+    /// The hash of the values a chart was rendered with (every value, `valuesFrom`'s too):
+    /// other values render again; the same never do.
+    pub values: String,
 }
 
 /// Why a reconcile failed (it is retried).
@@ -258,7 +266,13 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
             let before = installed_of(&bd);
             let (attempt, certs_due) =
                 install(&ctx, &bd, &owner, format, &source, &wanted, &settings).await;
-            let fetched = ctx.held(&name, &wanted.bundle).and_then(|h| h.resolved);
+            let fetched = ctx
+                .contents
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(&name)
+                .filter(|h| h.bundle == wanted.bundle)
+                .and_then(|h| h.resolved.clone());
             ctx.metrics
                 .results
                 .with_label_values(&[attempt.reason()])
@@ -433,7 +447,25 @@ async fn install(
     wanted: &Installed,
     settings: &Settings,
 ) -> (Attempt, Option<Duration>) {
-    let held = ctx.held(&owner.name, &wanted.bundle);
+    // A chart's values are read each time: a Secret or ConfigMap of `valuesFrom` may have
+    // changed, and other values are another render.
+    let values = match format {
+        Format::Helm => match ctx.fetcher.values(&settings.values.from).await {
+            Ok(from) => crate::values::layers(&settings.values, from),
+            Err(e) => {
+                return (
+                    Attempt::Invalid {
+                        reason: e.reason,
+                        message: e.message,
+                    },
+                    None,
+                );
+            }
+        },
+        _ => Vec::new(),
+    };
+    let values_hash = crate::values::hash(&values);
+    let held = ctx.held(&owner.name, &wanted.bundle, &values_hash);
     let current = installed_of(bd).as_ref() == Some(wanted);
     // Certificates first, for what is held: other ones than the set was synced with (a
     // rotation step) are a whole sync.
@@ -460,10 +492,25 @@ async fn install(
             }
         }
     }
+    let rendering = Rendering {
+        format,
+        settings,
+        values: &values,
+        values_hash,
+    };
     sync(
-        ctx, bd, owner, format, source, wanted, settings, held, current, prepared,
+        ctx, bd, owner, &rendering, source, wanted, held, current, prepared,
     )
     .await
+}
+
+/// What a template's content is made into: its format, what `spec.config` asks, and a chart's
+/// values with their hash.
+struct Rendering<'a> {
+    format: Format,
+    settings: &'a Settings,
+    values: &'a [crate::values::Layer],
+    values_hash: String,
 }
 
 /// Fetches (unless this template's objects are held), issues certificates and syncs the whole
@@ -473,14 +520,14 @@ async fn sync(
     ctx: &Context,
     bd: &BundleDeployment,
     owner: &Owner,
-    format: Format,
+    rendering: &Rendering<'_>,
     source: &Wanted,
     wanted: &Installed,
-    settings: &Settings,
     held: Option<Held>,
     current: bool,
     prepared: Option<certs::Prepared>,
 ) -> (Attempt, Option<Duration>) {
+    let (format, settings) = (rendering.format, rendering.settings);
     // The objects parsed, within a share of the unpack budget held until they are applied.
     let (objects, serving, _share) = match held.map(|h| (h.objects, h.serving)) {
         Some((stored, serving)) => {
@@ -509,7 +556,7 @@ async fn sync(
                 .and_then(|r| r.image_ref())
                 .filter(|_| current);
             let source = crate::source::pinned(source, recorded);
-            let read = read(ctx, owner, format, &source, settings).await;
+            let read = read(ctx, owner, rendering, &source).await;
             timer.observe_duration();
             let (rendered, resolved, share) = match read {
                 Ok(read) => read,
@@ -526,6 +573,7 @@ async fn sync(
                         objects: Arc::new(objects.iter().map(Stored::of).collect()),
                         serving: serving.clone(),
                         resolved,
+                        values: rendering.values_hash.clone(),
                     },
                 );
             (objects, serving, share)
@@ -563,6 +611,8 @@ async fn sync(
             .namespace
             .clone()
             .or_else(|| namespace_objects.clone().next()),
+        // A chart's or kustomization's: the one named (its objects that name none go there).
+        Format::Helm | Format::Kustomize => settings.namespace.clone(),
         Format::Plain => None,
     };
     match ctx.applier.applied_namespaces(owner).await {
@@ -723,10 +773,10 @@ async fn restore(
 async fn read(
     ctx: &Context,
     owner: &Owner,
-    format: Format,
+    rendering: &Rendering<'_>,
     source: &Wanted,
-    settings: &Settings,
 ) -> Result<(registry::Rendered, Option<String>, Share), Attempt> {
+    let (format, settings) = (rendering.format, rendering.settings);
     let content = ctx
         .fetcher
         .fetch(&owner.name, source)
@@ -755,6 +805,12 @@ async fn read(
                 message: format!("convert registry+v1 bundle to plain+v0 bundle: {e}"),
             },
         }),
+        Format::Helm | Format::Kustomize => rendered(ctx, owner, rendering, &content.tree)
+            .await
+            .map(|objects| registry::Rendered {
+                objects,
+                serving: Vec::new(),
+            }),
     }?;
     ctx.allowed
         .check(&rendered.objects)
@@ -763,6 +819,63 @@ async fn read(
             message: e.to_string(),
         })?;
     Ok((rendered, content.resolved, share))
+}
+
+/// The objects Helm or kustomize renders of `tree`, namespaced ones that name no namespace in
+/// the one `spec.config` names. Their output is read within a share of the unpack budget.
+async fn rendered(
+    ctx: &Context,
+    owner: &Owner,
+    rendering: &Rendering<'_>,
+    tree: &crate::bundle::Tree,
+) -> Result<Vec<Object>, Attempt> {
+    let settings = rendering.settings;
+    let failed = |e: crate::render::Failure| Attempt::Invalid {
+        reason: e.reason,
+        message: e.message,
+    };
+    let renderer = &ctx.renderer;
+    let timer = ctx.metrics.render_duration.start_timer();
+    let output = match rendering.format {
+        Format::Helm => {
+            let namespace = settings
+                .namespace
+                .as_deref()
+                .unwrap_or(&ctx.applier.default_namespace);
+            renderer
+                .helm(tree, &owner.name, namespace, rendering.values)
+                .await
+        }
+        _ => {
+            renderer
+                .kustomize(tree, settings.directory.as_deref())
+                .await
+        }
+    };
+    timer.observe_duration();
+    let output = output.map_err(failed)?;
+    let _share = ctx
+        .fetcher
+        .parse_share(output.len() as u64)
+        .await
+        .map_err(|e| Attempt::UnpackFailed(e.to_string()))?;
+    let tool = match rendering.format {
+        Format::Helm => "helm template",
+        _ => "kustomize build",
+    };
+    let objects = crate::format::rendered::objects(&output).map_err(|e| Attempt::Invalid {
+        reason: reasons::BUNDLE_LOAD_FAILED,
+        message: format!("{tool}: {e}"),
+    })?;
+    let Some(namespace) = &settings.namespace else {
+        return Ok(objects);
+    };
+    let caps = renderer.capabilities().await.map_err(failed)?;
+    Ok(crate::format::rendered::in_namespace(
+        objects,
+        namespace,
+        &|api_version, kind| caps.namespaced(api_version, kind),
+    ))
 }
 
 /// Adds or removes our finalizer (server-side apply of our one entry).

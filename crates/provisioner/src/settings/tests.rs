@@ -33,6 +33,7 @@ fn the_install_namespace_and_the_watched_ones_are_read() {
             namespace: Some("ops".into()),
             watch: Some(vec!["team-a".into()]),
             deployment: None,
+            ..Settings::default()
         })
     );
     // "" is all namespaces, as upstream's watchNamespace says it.
@@ -42,6 +43,7 @@ fn the_install_namespace_and_the_watched_ones_are_read() {
             namespace: None,
             watch: Some(vec![String::new()]),
             deployment: None,
+            ..Settings::default()
         })
     );
     assert_eq!(
@@ -50,6 +52,7 @@ fn the_install_namespace_and_the_watched_ones_are_read() {
             namespace: None,
             watch: Some(vec!["a".into(), "b".into()]),
             deployment: None,
+            ..Settings::default()
         })
     );
 }
@@ -115,9 +118,81 @@ fn a_plain_bundle_refuses_the_install_keys_and_ignores_others() {
     assert_eq!(config(json!({"anything": 1})), Ok(Settings::default()));
     let refusal = config(json!({"watchNamespace": "a"})).unwrap_err();
     assert_eq!(refusal.reason, INVALID_CONFIGURATION);
+    assert!(refusal.message.contains("does not apply to plain bundles"));
+}
+
+#[test]
+fn a_charts_values_are_read_inline_as_text_or_object_and_from_references_in_order() {
+    let helm = |v: Value| match v {
+        Value::Object(map) => of(Some(&map), Format::Helm),
+        _ => unreachable!("an object"),
+    };
+    let text = helm(json!({"values": "replicaCount: 2\n", "namespace": "shop"})).unwrap();
+    assert_eq!(text.values.inline.as_deref(), Some("replicaCount: 2\n"));
+    assert_eq!(text.namespace.as_deref(), Some("shop"));
+    let object = helm(json!({"values": {"replicaCount": 2}})).unwrap();
+    assert_eq!(
+        object.values.inline.as_deref(),
+        Some("{\"replicaCount\":2}")
+    );
+    let from = helm(json!({"valuesFrom": [
+        {"kind": "Secret", "name": "a"},
+        {"kind": "ConfigMap", "name": "b", "key": "prod.yaml", "optional": true}
+    ]}))
+    .unwrap();
+    let names: Vec<(&str, &str, bool)> = from
+        .values
+        .from
+        .iter()
+        .map(|r| (r.name.as_str(), r.key(), r.optional))
+        .collect();
+    assert_eq!(
+        names,
+        [("a", "values.yaml", false), ("b", "prod.yaml", true)]
+    );
+    for (bad, says) in [
+        (
+            json!({"values": 3}),
+            "expected the values as an object or as YAML text",
+        ),
+        (
+            json!({"valuesFrom": [{"kind": "Pod", "name": "a"}]}),
+            "unknown variant `Pod`",
+        ),
+        (
+            json!({"valuesFrom": [{"kind": "Secret"}]}),
+            "missing field `name`",
+        ),
+        (
+            json!({"watchNamespace": "a"}),
+            "a Helm chart's install reads \"namespace\", \"values\", \"valuesFrom\"",
+        ),
+    ] {
+        let refusal = helm(bad).unwrap_err();
+        assert_eq!(refusal.reason, INVALID_CONFIGURATION);
+        assert!(refusal.message.contains(says), "{refusal}");
+    }
+}
+
+#[test]
+fn a_kustomizations_directory_stays_inside_the_bundle() {
+    let kustomize = |v: Value| match v {
+        Value::Object(map) => of(Some(&map), Format::Kustomize),
+        _ => unreachable!("an object"),
+    };
+    let read = kustomize(json!({"directory": "overlays/prod/"})).unwrap();
+    assert_eq!(read.directory.as_deref(), Some("overlays/prod"));
+    assert_eq!(
+        kustomize(json!({"directory": "."})).unwrap().directory,
+        None
+    );
+    for bad in ["../elsewhere", "/etc", "a/../../b"] {
+        let refusal = kustomize(json!({"directory": bad})).unwrap_err();
+        assert!(refusal.message.contains("leaves the bundle"), "{refusal}");
+    }
+    let refusal = kustomize(json!({"values": {}})).unwrap_err();
     assert!(
-        refusal
-            .message
-            .contains("applies to registry+v1 bundles only")
+        refusal.message.contains("a kustomization's install reads"),
+        "{refusal}"
     );
 }

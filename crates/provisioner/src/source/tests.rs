@@ -35,9 +35,16 @@ fn the_class_names_the_format() {
     assert_eq!(format_of(&plain), Ok(Format::Plain));
     let registry = spec(REGISTRY_PROVISIONER, BundleSource::default());
     assert_eq!(format_of(&registry), Ok(Format::Registry));
-    let helm = format_of(&spec("core-rukpak-io-helm", BundleSource::default())).unwrap_err();
-    assert_eq!(helm.reason, reasons::UNSUPPORTED_FORMAT);
-    assert!(helm.message.contains("\"core-rukpak-io-helm\""), "{helm}");
+    let helm = spec("core-rukpak-io-helm", BundleSource::default());
+    assert_eq!(format_of(&helm), Ok(Format::Helm));
+    let kustomize = spec("core-rukpak-io-kustomize", BundleSource::default());
+    assert_eq!(format_of(&kustomize), Ok(Format::Kustomize));
+    let carvel = format_of(&spec("core-rukpak-io-carvel", BundleSource::default())).unwrap_err();
+    assert_eq!(carvel.reason, reasons::UNSUPPORTED_FORMAT);
+    assert!(
+        carvel.message.contains("\"core-rukpak-io-carvel\""),
+        "{carvel}"
+    );
 }
 
 #[test]

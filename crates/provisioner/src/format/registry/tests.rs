@@ -249,6 +249,7 @@ fn a_multi_namespace_operator_gets_roles_in_each_target_and_its_own_namespace() 
         namespace: Some("ops".into()),
         watch: Some(vec!["team-b".into(), "team-a".into()]),
         deployment: None,
+        ..Settings::default()
     };
     let out = objects_for(
         &bundle(&[
@@ -297,6 +298,7 @@ fn a_mode_the_csv_does_not_support_is_a_mode_error_naming_both() {
         namespace: None,
         watch: Some(vec![String::new()]),
         deployment: None,
+        ..Settings::default()
     };
     let refused = objects_for(&only_single, &all).unwrap_err();
     assert_eq!(

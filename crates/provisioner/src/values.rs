@@ -1,0 +1,181 @@
+//! A chart's values as Helm will merge them (pure): one layer per `valuesFrom` entry, read
+//! from its Secret or ConfigMap, in order, then the inline `values` over them; and the hash
+//! of them all, which says whether a chart must be rendered again (unchanged values never
+//! are). Whether a layer is YAML of a map, and whether the merged values meet the chart's
+//! `values.schema.json`, Helm says when it renders.
+
+use std::collections::BTreeMap;
+
+use olm_api::bundle_deployment::{ValuesKind, ValuesReference};
+use sha2::{Digest, Sha256};
+
+use crate::settings::Values;
+use crate::status::reasons;
+
+/// One file of values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layer {
+    /// What it is, as the user wrote it (`valuesFrom[0] (Secret shop-values, key values.yaml)`).
+    pub name: String,
+    /// Its YAML.
+    pub content: Vec<u8>,
+}
+
+/// Why values cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ValuesError {
+    /// The condition reason.
+    pub reason: &'static str,
+    /// What is missing.
+    pub message: String,
+}
+
+/// The layer of `valuesFrom[index]`, given the data of the object it names (`None`: there is
+/// no such object); `None` when it is optional and missing.
+pub fn layer(
+    index: usize,
+    reference: &ValuesReference,
+    data: Option<&BTreeMap<String, Vec<u8>>>,
+) -> Result<Option<Layer>, ValuesError> {
+    let kind = match reference.kind {
+        ValuesKind::Secret => "Secret",
+        ValuesKind::ConfigMap => "ConfigMap",
+    };
+    let name = format!(
+        "valuesFrom[{index}] ({kind} {}, key {})",
+        reference.name,
+        reference.key()
+    );
+    let missing = |what: String| {
+        if reference.optional {
+            Ok(None)
+        } else {
+            Err(ValuesError {
+                reason: reasons::VALUES_NOT_FOUND,
+                message: format!(
+                    "{name}: {what} (values are read from the provisioner's namespace; mark the entry optional: true to go on without it)"
+                ),
+            })
+        }
+    };
+    let Some(data) = data else {
+        return missing(format!("{kind} {} does not exist", reference.name));
+    };
+    match data.get(reference.key()) {
+        Some(content) => Ok(Some(Layer {
+            name,
+            content: content.clone(),
+        })),
+        None => missing(format!(
+            "{kind} {} has no key {}",
+            reference.name,
+            reference.key()
+        )),
+    }
+}
+
+/// Every layer in merge order: those read from `valuesFrom`, then the inline values.
+pub fn layers(values: &Values, from: Vec<Layer>) -> Vec<Layer> {
+    let inline = values.inline.as_ref().map(|text| Layer {
+        name: "spec.config.values".into(),
+        content: text.as_bytes().to_vec(),
+    });
+    from.into_iter().chain(inline).collect()
+}
+
+/// The hash of `layers` (names and contents, in order).
+pub fn hash(layers: &[Layer]) -> String {
+    let mut digest = Sha256::new();
+    for layer in layers {
+        for part in [layer.name.as_bytes(), &layer.content] {
+            digest.update((part.len() as u64).to_be_bytes());
+            digest.update(part);
+        }
+    }
+    digest
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reference(optional: bool, key: Option<&str>) -> ValuesReference {
+        ValuesReference {
+            kind: ValuesKind::Secret,
+            name: "shop-values".into(),
+            key: key.map(str::to_owned),
+            optional,
+        }
+    }
+
+    #[test]
+    fn a_layer_is_the_named_key_of_the_named_object() {
+        let data = BTreeMap::from([("values.yaml".to_owned(), b"a: 1".to_vec())]);
+        let got = layer(0, &reference(false, None), Some(&data)).unwrap();
+        assert_eq!(
+            got,
+            Some(Layer {
+                name: "valuesFrom[0] (Secret shop-values, key values.yaml)".into(),
+                content: b"a: 1".to_vec()
+            })
+        );
+    }
+
+    #[test]
+    fn missing_values_are_a_reason_unless_optional() {
+        let data = BTreeMap::new();
+        let err = layer(2, &reference(false, Some("prod.yaml")), Some(&data)).unwrap_err();
+        assert_eq!(err.reason, reasons::VALUES_NOT_FOUND);
+        assert!(
+            err.message
+                .starts_with("valuesFrom[2] (Secret shop-values, key prod.yaml): Secret shop-values has no key prod.yaml"),
+            "{err}"
+        );
+        let err = layer(0, &reference(false, None), None).unwrap_err();
+        assert!(
+            err.message.contains("Secret shop-values does not exist"),
+            "{err}"
+        );
+        assert_eq!(layer(0, &reference(true, None), None), Ok(None));
+        assert_eq!(layer(0, &reference(true, None), Some(&data)), Ok(None));
+    }
+
+    #[test]
+    fn inline_values_go_last_and_any_change_changes_the_hash() {
+        let values = Values {
+            from: Vec::new(),
+            inline: Some("b: 2".into()),
+        };
+        let from = vec![Layer {
+            name: "valuesFrom[0]".into(),
+            content: b"a: 1".to_vec(),
+        }];
+        let all = layers(&values, from.clone());
+        assert_eq!(all.len(), 2);
+        assert_eq!(all[1].name, "spec.config.values");
+        let other = layers(
+            &Values {
+                inline: Some("b: 3".into()),
+                ..values.clone()
+            },
+            from,
+        );
+        assert_ne!(hash(&all), hash(&other));
+        assert_eq!(hash(&all), hash(&all.clone()));
+        // Moving bytes between name and content is another hash.
+        let a = [Layer {
+            name: "ab".into(),
+            content: b"c".to_vec(),
+        }];
+        let b = [Layer {
+            name: "a".into(),
+            content: b"bc".to_vec(),
+        }];
+        assert_ne!(hash(&a), hash(&b));
+    }
+}
