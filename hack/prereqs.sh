@@ -54,10 +54,10 @@ ensure_toolchains() {
 ensure_prereqs() {
   ensure_debian_packages
   ensure_toolchains
-  # Builds the Kubernetes binaries, etcd, helm, CoreDNS and pause, or finds them in the cache;
-  # exports K8S_BIN, ETCD_BIN, HELM_BIN, COREDNS_BIN, PAUSE_BIN.
+  # Builds the Kubernetes binaries, etcd, helm, kustomize, CoreDNS and pause, or finds them in the cache;
+  # exports K8S_BIN, ETCD_BIN, HELM_BIN, KUSTOMIZE_BIN, COREDNS_BIN, PAUSE_BIN.
   local bins
   bins=$("$(dirname "${BASH_SOURCE[0]}")/../tools/testbin/build.sh" all)
   eval "$bins"
-  export K8S_BIN ETCD_BIN HELM_BIN COREDNS_BIN PAUSE_BIN
+  export K8S_BIN ETCD_BIN HELM_BIN KUSTOMIZE_BIN COREDNS_BIN PAUSE_BIN
 }

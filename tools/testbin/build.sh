@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real Kubernetes binaries (kube-apiserver, kube-controller-manager, kube-scheduler,
-# and for a node and by hand kubelet, kube-proxy and kubectl), etcd, helm and CoreDNS (the
+# and for a node and by hand kubelet, kube-proxy and kubectl), etcd, helm, kustomize (what the
+# provisioner runs for kustomize bundles) and CoreDNS (the
 # node's cluster DNS) from the Go module proxy, and Kubernetes' own pause.c (the node's sandbox
 # image) with gcc, and caches them by version outside the work tree. Idempotent: a binary whose `--version`
 # already prints the pinned version is kept. Each build prints a line when it starts, one a
@@ -8,6 +9,7 @@
 # file per component, named in those lines, and its last lines are printed if it fails.
 #
 # Every version is pinned by the committed wrapper modules beside this script (k8s/, etcd/, helm/,
+# kustomize/,
 # coredns/):
 # their go.mod/go.sum fix every transitive module, so two machines build the same thing.
 #
@@ -60,6 +62,7 @@ k8s_out=$cache/k8s-v$K8S_VERSION
 k8s_tools="kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl"
 etcd_out=$cache/etcd-v$ETCD_VERSION
 helm_out=$cache/helm-v$HELM_VERSION
+kustomize_out=$cache/kustomize-v$KUSTOMIZE_VERSION
 coredns_out=$cache/coredns-v$COREDNS_VERSION
 # pause.c comes with the Kubernetes module, so its build is cached by that version.
 pause_out=$cache/pause-k8s-v$K8S_VERSION
@@ -116,6 +119,18 @@ build_helm() {
   mv "$helm_out/helm.tmp" "$helm_out/helm"
 }
 
+# kustomize: what the provisioner runs for kustomize bundles (the image ships the same build).
+build_kustomize() {
+  if "$kustomize_out/kustomize" version 2>/dev/null | grep -qx "v$KUSTOMIZE_VERSION"; then
+    log "kustomize v$KUSTOMIZE_VERSION cached in $kustomize_out"; return; fi
+  mkdir -p "$kustomize_out"
+  built "kustomize v$KUSTOMIZE_VERSION" "" "$logs/kustomize-v$KUSTOMIZE_VERSION.log" \
+    bash -c 'cd "$1" && CGO_ENABLED=0 go build -trimpath -o "$2" -ldflags "$3" sigs.k8s.io/kustomize/kustomize/v5' _ \
+    "$here/kustomize" "$kustomize_out/kustomize.tmp" \
+    "-s -w -X sigs.k8s.io/kustomize/api/provenance.version=v$KUSTOMIZE_VERSION"
+  mv "$kustomize_out/kustomize.tmp" "$kustomize_out/kustomize"
+}
+
 build_coredns() {
   if "$coredns_out/coredns" -version 2>/dev/null | grep -q "^CoreDNS-$COREDNS_VERSION$"; then
     log "coredns v$COREDNS_VERSION cached in $coredns_out"; return; fi
@@ -145,14 +160,15 @@ build_pause() {
 
 only=${1:-all}
 case "$only" in
-  all) build_etcd; build_k8s; build_helm; build_coredns; build_pause ;;
+  all) build_etcd; build_k8s; build_helm; build_kustomize; build_coredns; build_pause ;;
   k8s) build_k8s ;;
   etcd) build_etcd ;;
   helm) build_helm ;;
+  kustomize) build_kustomize ;;
   coredns) build_coredns ;;
   pause) build_pause ;;
-  *) log "usage: build.sh [all|k8s|etcd|helm|coredns|pause]"; exit 2 ;;
+  *) log "usage: build.sh [all|k8s|etcd|helm|kustomize|coredns|pause]"; exit 2 ;;
 esac
 
-printf 'K8S_BIN=%q\nETCD_BIN=%q\nHELM_BIN=%q\nCOREDNS_BIN=%q\nPAUSE_BIN=%q\n' \
-  "$k8s_out" "$etcd_out" "$helm_out" "$coredns_out" "$pause_out"
+printf 'K8S_BIN=%q\nETCD_BIN=%q\nHELM_BIN=%q\nKUSTOMIZE_BIN=%q\nCOREDNS_BIN=%q\nPAUSE_BIN=%q\n' \
+  "$k8s_out" "$etcd_out" "$helm_out" "$kustomize_out" "$coredns_out" "$pause_out"

@@ -19,8 +19,7 @@ use crate::certs::{Certs, Injection};
 use crate::crd_safety::preflight::PreflightError;
 use crate::drift::Drift;
 use crate::fetch::Fetcher;
-use crate::format::plain;
-use crate::format::registry::{self, RegistryError, Serving};
+use crate::format::registry::{self, Serving};
 use crate::health::{Health, Read};
 use crate::kinds::Allowed;
 use crate::marks::Owner;
@@ -776,7 +775,6 @@ async fn read(
     rendering: &Rendering<'_>,
     source: &Wanted,
 ) -> Result<(registry::Rendered, Option<String>, Share), Attempt> {
-    let (format, settings) = (rendering.format, rendering.settings);
     let content = ctx
         .fetcher
         .fetch(&owner.name, source)
@@ -787,31 +785,34 @@ async fn read(
         .parse_share(content.tree.bytes())
         .await
         .map_err(|e| Attempt::UnpackFailed(e.to_string()))?;
-    let rendered = match format {
-        Format::Plain => plain::objects(&content.tree)
-            .map(|objects| registry::Rendered {
-                objects,
+    let input = crate::convert::Input {
+        format: rendering.format,
+        tree: &content.tree,
+        settings: rendering.settings,
+        values: rendering.values,
+        release: &owner.name,
+        default_namespace: &ctx.applier.default_namespace,
+    };
+    let rendered = match crate::convert::converted(&input) {
+        Some(converted) => converted?,
+        None => {
+            let timer = ctx.metrics.render_duration.start_timer();
+            let output = crate::convert::tool_output(&ctx.renderer, &input).await;
+            timer.observe_duration();
+            let output = output?;
+            // What the tool printed is read within a share of the budget too (a template can
+            // print more than its chart holds).
+            let _output_share = ctx
+                .fetcher
+                .parse_share(output.len() as u64)
+                .await
+                .map_err(|e| Attempt::UnpackFailed(e.to_string()))?;
+            registry::Rendered {
+                objects: crate::convert::tool_objects(&ctx.renderer, &input, &output).await?,
                 serving: Vec::new(),
-            })
-            .map_err(|e| Attempt::Invalid {
-                reason: reasons::BUNDLE_LOAD_FAILED,
-                message: e.to_string(),
-            }),
-        Format::Registry => registry::render(&content.tree, settings).map_err(|e| match e {
-            // A valid bundle, asked for a mode it does not support: said on `Installed`.
-            RegistryError::Mode(m) => Attempt::InstallMode(m.to_string()),
-            e => Attempt::Invalid {
-                reason: reasons::BUNDLE_LOAD_FAILED,
-                message: format!("convert registry+v1 bundle to plain+v0 bundle: {e}"),
-            },
-        }),
-        Format::Helm | Format::Kustomize => rendered(ctx, owner, rendering, &content.tree)
-            .await
-            .map(|objects| registry::Rendered {
-                objects,
-                serving: Vec::new(),
-            }),
-    }?;
+            }
+        }
+    };
     ctx.allowed
         .check(&rendered.objects)
         .map_err(|e| Attempt::Invalid {
@@ -819,63 +820,6 @@ async fn read(
             message: e.to_string(),
         })?;
     Ok((rendered, content.resolved, share))
-}
-
-/// The objects Helm or kustomize renders of `tree`, namespaced ones that name no namespace in
-/// the one `spec.config` names. Their output is read within a share of the unpack budget.
-async fn rendered(
-    ctx: &Context,
-    owner: &Owner,
-    rendering: &Rendering<'_>,
-    tree: &crate::bundle::Tree,
-) -> Result<Vec<Object>, Attempt> {
-    let settings = rendering.settings;
-    let failed = |e: crate::render::Failure| Attempt::Invalid {
-        reason: e.reason,
-        message: e.message,
-    };
-    let renderer = &ctx.renderer;
-    let timer = ctx.metrics.render_duration.start_timer();
-    let output = match rendering.format {
-        Format::Helm => {
-            let namespace = settings
-                .namespace
-                .as_deref()
-                .unwrap_or(&ctx.applier.default_namespace);
-            renderer
-                .helm(tree, &owner.name, namespace, rendering.values)
-                .await
-        }
-        _ => {
-            renderer
-                .kustomize(tree, settings.directory.as_deref())
-                .await
-        }
-    };
-    timer.observe_duration();
-    let output = output.map_err(failed)?;
-    let _share = ctx
-        .fetcher
-        .parse_share(output.len() as u64)
-        .await
-        .map_err(|e| Attempt::UnpackFailed(e.to_string()))?;
-    let tool = match rendering.format {
-        Format::Helm => "helm template",
-        _ => "kustomize build",
-    };
-    let objects = crate::format::rendered::objects(&output).map_err(|e| Attempt::Invalid {
-        reason: reasons::BUNDLE_LOAD_FAILED,
-        message: format!("{tool}: {e}"),
-    })?;
-    let Some(namespace) = &settings.namespace else {
-        return Ok(objects);
-    };
-    let caps = renderer.capabilities().await.map_err(failed)?;
-    Ok(crate::format::rendered::in_namespace(
-        objects,
-        namespace,
-        &|api_version, kind| caps.namespaced(api_version, kind),
-    ))
 }
 
 /// Adds or removes our finalizer (server-side apply of our one entry).

@@ -35,6 +35,11 @@ pub enum Stopped {
         /// What it held when it was seen.
         used: u64,
     },
+    /// The kernel refused it memory at the limit (it died asking for more).
+    #[error(
+        "it ran out of the {0} bytes of memory it may use (--render-memory-bytes) and was stopped"
+    )]
+    OutOfMemory(u64),
     /// It printed more than allowed.
     #[error("it printed more than {0} bytes of manifests (--max-content-bytes) and was stopped")]
     Output(u64),

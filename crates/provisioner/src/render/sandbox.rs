@@ -188,10 +188,7 @@ impl Scratch {
             let stderr = String::from_utf8_lossy(&err).trim().to_owned();
             // Go's runtime says so when the kernel's data limit refused it memory.
             if stderr.contains("out of memory") || stderr.contains("cannot allocate memory") {
-                return Err(RunError::Stopped(Stopped::Memory {
-                    limit: limits.memory,
-                    used: limits.memory,
-                }));
+                return Err(RunError::Stopped(Stopped::OutOfMemory(limits.memory)));
             }
             return Err(RunError::Failed {
                 stderr: if stderr.is_empty() {
