@@ -112,6 +112,17 @@ pub struct OperatorSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "crate::schema::free_form_schema")]
     pub deployment_config: Option<serde_json::Map<String, serde_json::Value>>,
+    /// A Helm chart's values (helm+v3 bundles): an object, or YAML text as rukpak's helm
+    /// provisioner took it. Merged over `valuesFrom`; checked against the chart's
+    /// `values.schema.json` when it renders.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::any_schema")]
+    pub values: Option<serde_json::Value>,
+    /// Secrets and ConfigMaps in the managers' namespace whose keys hold more of a chart's
+    /// values, merged in order (Flux's HelmRelease `valuesFrom`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32))]
+    pub values_from: Option<Vec<crate::bundle_deployment::ValuesReference>>,
 }
 
 /// How upgrades of an installed bundle are constrained.

@@ -27,6 +27,13 @@ pub fn free_form_schema(_: &mut schemars::SchemaGenerator) -> Schema {
     })
 }
 
+/// Any JSON value (an object or a string, say): kept as written.
+pub fn any_schema(_: &mut schemars::SchemaGenerator) -> Schema {
+    json_schema!({
+        "x-kubernetes-preserve-unknown-fields": true,
+    })
+}
+
 /// The shortest poll interval the API accepts: a shorter one would hammer the source.
 pub const MIN_POLL_INTERVAL: &str = "5s";
 /// The longest: 7 days (longer is no polling at all, and leave the field out for that).

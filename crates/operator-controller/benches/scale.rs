@@ -112,6 +112,8 @@ fn operators() -> Vec<Arc<Operator>> {
                     watch_namespace: None,
                     target_namespaces: None,
                     deployment_config: None,
+                    values: None,
+                    values_from: None,
                 },
             );
             op.metadata.uid = Some(format!("uid-{i}"));

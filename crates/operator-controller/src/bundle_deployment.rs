@@ -7,7 +7,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use kube::{Resource, ResourceExt};
 use olm_api::bundle_deployment::{
     BundleDeployment, BundleDeploymentSpec, BundleImageSource, BundleSource, BundleSpec,
-    BundleTemplate, PLAIN_PROVISIONER, REGISTRY_PROVISIONER,
+    BundleTemplate, HELM_PROVISIONER, KUSTOMIZE_PROVISIONER, PLAIN_PROVISIONER,
+    REGISTRY_PROVISIONER,
 };
 use olm_api::operator::Operator;
 use olm_resolver::resolve::Resolved;
@@ -19,11 +20,14 @@ pub const BUNDLE_LABEL: &str = "olm.operatorframework.io/bundle-name";
 /// Label on a BundleDeployment: its bundle's version.
 pub const VERSION_LABEL: &str = "olm.operatorframework.io/bundle-version";
 
-/// The provisioner of the bundle's media type: `plain+v0` bundles are plain, everything else
-/// (`registry+v1`, or no media type) is registry+v1. An unknown media type is an error.
+/// The provisioner of the bundle's media type: `plain+v0`, `helm+v3` and `kustomize` name
+/// their own; everything else (`registry+v1`, or no media type) is registry+v1. An unknown
+/// media type is an error.
 pub fn provisioner_of(mediatype: Option<&str>) -> Result<&'static str, String> {
     match mediatype {
         Some("plain+v0") => Ok(PLAIN_PROVISIONER),
+        Some("helm+v3") => Ok(HELM_PROVISIONER),
+        Some("kustomize") => Ok(KUSTOMIZE_PROVISIONER),
         None | Some("registry+v1") | Some("") => Ok(REGISTRY_PROVISIONER),
         Some(other) => Err(format!("unknown bundle mediatype: {other}")),
     }
@@ -71,8 +75,10 @@ pub fn desired(op: &Operator, bundle: &Resolved) -> Result<BundleDeployment, Str
 }
 
 /// What `op` asks of the install, as the provisioner's `spec.config` says it (`namespace`,
-/// `watchNamespace`, `targetNamespaces`, `deploymentConfig`); `None` when it asks nothing, so that a
-/// BundleDeployment written before these fields existed is unchanged.
+/// `watchNamespace`, `targetNamespaces`, `deploymentConfig`, and a chart's `values` and
+/// `valuesFrom`); `None` when it asks nothing, so that a BundleDeployment written before these
+/// fields existed is unchanged. What a bundle's format does not read, the provisioner refuses
+/// with a reason the Operator shows.
 pub fn config_of(op: &Operator) -> Option<serde_json::Map<String, serde_json::Value>> {
     let spec = &op.spec;
     let mut config = serde_json::Map::new();
@@ -89,6 +95,15 @@ pub fn config_of(op: &Operator) -> Option<serde_json::Map<String, serde_json::Va
         config.insert(
             "deploymentConfig".into(),
             serde_json::Value::Object(deployment.clone()),
+        );
+    }
+    if let Some(values) = &spec.values {
+        config.insert("values".into(), values.clone());
+    }
+    if let Some(from) = spec.values_from.as_ref().filter(|f| !f.is_empty()) {
+        config.insert(
+            "valuesFrom".into(),
+            serde_json::to_value(from).unwrap_or_default(),
         );
     }
     (!config.is_empty()).then_some(config)
@@ -171,6 +186,8 @@ mod tests {
                 watch_namespace: None,
                 target_namespaces: None,
                 deployment_config: None,
+                values: None,
+                values_from: None,
             },
         );
         op.metadata.uid = Some("uid-1".into());
@@ -204,10 +221,38 @@ mod tests {
             plain.spec.template.spec.provisioner_class_name,
             PLAIN_PROVISIONER
         );
+        for (mediatype, class) in [
+            ("helm+v3", HELM_PROVISIONER),
+            ("kustomize", KUSTOMIZE_PROVISIONER),
+        ] {
+            let bd = desired(&operator(), &resolved(Some(mediatype))).unwrap();
+            assert_eq!(bd.spec.template.spec.provisioner_class_name, class);
+        }
         assert_eq!(
             desired(&operator(), &resolved(Some("helm"))).unwrap_err(),
             "unknown bundle mediatype: helm"
         );
+    }
+
+    #[test]
+    fn an_operators_values_go_to_the_bundle_deployments_config() {
+        let mut op = operator();
+        op.spec.values = Some(serde_json::json!({"replicaCount": 2}));
+        op.spec.values_from = Some(vec![olm_api::bundle_deployment::ValuesReference {
+            kind: olm_api::bundle_deployment::ValuesKind::Secret,
+            name: "shop-values".into(),
+            key: None,
+            optional: false,
+        }]);
+        let config = config_of(&op).unwrap();
+        assert_eq!(config["values"], serde_json::json!({"replicaCount": 2}));
+        assert_eq!(
+            config["valuesFrom"],
+            serde_json::json!([{"kind": "Secret", "name": "shop-values"}])
+        );
+        // Text stays text.
+        op.spec.values = Some("replicaCount: 2\n".into());
+        assert_eq!(config_of(&op).unwrap()["values"], "replicaCount: 2\n");
     }
 
     #[test]

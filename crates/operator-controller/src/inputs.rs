@@ -220,6 +220,8 @@ mod tests {
                 watch_namespace: None,
                 target_namespaces: None,
                 deployment_config: None,
+                values: None,
+                values_from: None,
             },
         );
         let r = request_of(&op);

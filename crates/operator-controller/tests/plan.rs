@@ -29,6 +29,8 @@ fn operator(generation: i64) -> Operator {
             watch_namespace: None,
             target_namespaces: None,
             deployment_config: None,
+            values: None,
+            values_from: None,
         },
     );
     op.metadata.uid = Some("uid-op".into());

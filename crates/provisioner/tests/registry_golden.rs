@@ -107,6 +107,7 @@ fn asked(watch: Option<&str>) -> Settings {
         namespace: Some("argocd-system".into()),
         watch: watch.map(|w| vec![w.to_owned()]),
         deployment: None,
+        ..Settings::default()
     }
 }
 
@@ -234,6 +235,7 @@ fn argocd_is_refused_for_several_namespaces_naming_what_it_supports() {
         namespace: Some("argocd-system".into()),
         watch: Some(vec!["team-a".into(), "team-b".into()]),
         deployment: None,
+        ..Settings::default()
     };
     let refused = registry::objects_for(&common::bundle_tree(&dir), &settings).unwrap_err();
     assert_eq!(
@@ -275,6 +277,7 @@ fn webhook_operator_converts_as_upstream_renders_it() {
         namespace: Some("webhook-system".into()),
         watch: None,
         deployment: None,
+        ..Settings::default()
     };
     let rendered = registry::render(&common::bundle_tree(&dir), &settings).unwrap();
     let ours: BTreeMap<String, Value> = rendered

@@ -24,6 +24,8 @@ async fn a_configmap_owned_by_an_operator_is_collected_with_it() {
         watch_namespace: None,
         target_namespaces: None,
         deployment_config: None,
+        values: None,
+        values_from: None,
     };
     let mut op = Operator::new(&ctx.name("owner"), spec);
     op.metadata.labels = Some(ctx.labels());

@@ -118,6 +118,8 @@ mod tests {
                 watch_namespace: None,
                 target_namespaces: None,
                 deployment_config: None,
+                values: None,
+                values_from: None,
             },
         );
         o.metadata.uid = Some(format!("uid-{name}"));

@@ -42,6 +42,8 @@ fn op(name: &str) -> Operator {
             watch_namespace: None,
             target_namespaces: None,
             deployment_config: None,
+            values: None,
+            values_from: None,
         },
     )
 }
