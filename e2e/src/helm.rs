@@ -21,6 +21,22 @@ pub fn helm() -> Result<PathBuf> {
         .ok_or_else(|| Error::Cluster("no HELM_BIN and no cached helm: run hack/test.sh".into()))
 }
 
+/// The kustomize of the test binaries (`KUSTOMIZE_BIN`, the folder hack/prereqs.sh builds it
+/// in), else the cached one: what the provisioner runs for kustomize bundles.
+pub fn kustomize() -> Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("KUSTOMIZE_BIN") {
+        let dir = PathBuf::from(dir);
+        return Ok(if dir.is_dir() {
+            dir.join("kustomize")
+        } else {
+            dir
+        });
+    }
+    cached("kustomize").ok_or_else(|| {
+        Error::Cluster("no KUSTOMIZE_BIN and no cached kustomize: run hack/test.sh".into())
+    })
+}
+
 /// The tool `name` of the cached test binaries (`~/.cache/olm-rs/testbin/<build>/<name>`).
 pub fn cached(name: &str) -> Option<PathBuf> {
     let cache = std::env::var_os("OLM_TESTBIN_CACHE")

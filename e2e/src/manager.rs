@@ -579,6 +579,9 @@ pub fn start_provisioner_with(name: &str, extra_args: &[String]) -> Result<Provi
             "--registry-ca-file={}",
             crate::tls::ca()?.cert_file().display()
         ),
+        // The tools of helm+v3 and kustomize bundles, as the image ships them.
+        format!("--helm-binary={}", crate::helm::helm()?.display()),
+        format!("--kustomize-binary={}", crate::helm::kustomize()?.display()),
     ];
     let mut args: Vec<String> = flags.to_vec();
     args.extend(extra_args.iter().cloned());

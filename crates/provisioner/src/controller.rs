@@ -5,11 +5,15 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use futures::channel::mpsc;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;
+use kube::ResourceExt;
+use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use olm_api::bundle_deployment::BundleDeployment;
+use olm_api::bundle_deployment::ValuesKind;
 use olm_runtime::controller::Run;
 use olm_runtime::{Metrics, ReadinessHandle};
 use tokio_util::sync::CancellationToken;
@@ -33,6 +37,7 @@ pub async fn run(
 ) {
     let api: Api<BundleDeployment> = Api::all(ctx.client.clone());
     let (store, writer) = reflector::store();
+    let bds = store.clone();
     let stream = watcher(api, watch)
         .default_backoff()
         .inspect(move |event| match event {
@@ -47,7 +52,30 @@ pub async fn run(
         })
         .reflect(writer)
         .touched_objects();
-    let controller = Controller::for_stream(stream, store).reconcile_on(drifted);
+    // A chart's values read from a Secret or ConfigMap of the managers' namespace: a change
+    // of one renders again what names it (their metadata is watched, never their content).
+    let namespace = ctx.fetcher.namespace().to_owned();
+    let secrets = watcher(
+        Api::<PartialObjectMeta<Secret>>::namespaced(ctx.client.clone(), &namespace),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .touched_objects();
+    let config_maps = watcher(
+        Api::<PartialObjectMeta<ConfigMap>>::namespaced(ctx.client.clone(), &namespace),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .touched_objects();
+    let (secret_bds, config_map_bds) = (bds.clone(), bds);
+    let controller = Controller::for_stream(stream, store)
+        .reconcile_on(drifted)
+        .watches_stream(secrets, move |s| {
+            naming(&secret_bds, ValuesKind::Secret, &s.name_any())
+        })
+        .watches_stream(config_maps, move |m| {
+            naming(&config_map_bds, ValuesKind::ConfigMap, &m.name_any())
+        });
     Run {
         name: NAME,
         concurrency,
@@ -56,6 +84,19 @@ pub async fn run(
     }
     .run(controller, reconcile, error_policy, ctx)
     .await;
+}
+
+/// The BundleDeployments in `bds` whose values are read from the `kind` `name`.
+fn naming(
+    bds: &reflector::Store<BundleDeployment>,
+    kind: ValuesKind,
+    name: &str,
+) -> Vec<ObjectRef<BundleDeployment>> {
+    bds.state()
+        .iter()
+        .filter(|bd| crate::values::reads(bd, kind, name))
+        .map(|bd| ObjectRef::from_obj(bd.as_ref()))
+        .collect()
 }
 
 fn error_policy(bd: Arc<BundleDeployment>, error: &Error, _: Arc<Context>) -> Action {

@@ -73,6 +73,11 @@ impl Fetcher {
         }
     }
 
+    /// The namespace ConfigMaps, pull secrets and values are read in.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
     /// A share of the unpack budget for reading `bytes` of bundle files into objects
     /// ([`PARSE_FACTOR`] times them), waited for while other bundles are read; refused when
     /// even the whole budget would not hold it: such a bundle would take the provisioner's

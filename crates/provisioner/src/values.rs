@@ -6,10 +6,11 @@
 
 use std::collections::BTreeMap;
 
-use olm_api::bundle_deployment::{ValuesKind, ValuesReference};
+use olm_api::bundle_deployment::{BundleDeployment, ValuesKind, ValuesReference};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::settings::Values;
+use crate::settings::{VALUES_FROM, Values};
 use crate::status::reasons;
 
 /// One file of values.
@@ -29,6 +30,17 @@ pub struct ValuesError {
     pub reason: &'static str,
     /// What is missing.
     pub message: String,
+}
+
+/// Whether `bd`'s `spec.config.valuesFrom` names the `kind` `name` (whatever its format: a
+/// change of that object is worth a look).
+pub fn reads(bd: &BundleDeployment, kind: ValuesKind, name: &str) -> bool {
+    let Some(Value::Array(from)) = bd.spec.config.as_ref().and_then(|c| c.get(VALUES_FROM)) else {
+        return false;
+    };
+    from.iter()
+        .filter_map(|entry| serde_json::from_value::<ValuesReference>(entry.clone()).ok())
+        .any(|r| r.kind == kind && r.name == name)
 }
 
 /// The layer of `valuesFrom[index]`, given the data of the object it names (`None`: there is
@@ -111,6 +123,23 @@ mod tests {
             key: key.map(str::to_owned),
             optional,
         }
+    }
+
+    #[test]
+    fn a_bundle_deployment_reads_the_objects_its_values_from_names() {
+        let bd: BundleDeployment = serde_json::from_value(serde_json::json!({
+            "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
+            "metadata": {"name": "shop"},
+            "spec": {"provisionerClassName": "core-rukpak-io-plain",
+                "template": {"spec": {"provisionerClassName": "core-rukpak-io-helm",
+                    "source": {"type": "image", "image": {"ref": "r/c:1"}}}},
+                "config": {"valuesFrom": [{"kind": "Secret", "name": "a"}, {"kind": "ConfigMap", "name": "b"}]}},
+        }))
+        .unwrap();
+        assert!(reads(&bd, ValuesKind::Secret, "a"));
+        assert!(reads(&bd, ValuesKind::ConfigMap, "b"));
+        assert!(!reads(&bd, ValuesKind::ConfigMap, "a"));
+        assert!(!reads(&bd, ValuesKind::Secret, "c"));
     }
 
     #[test]

@@ -1,0 +1,365 @@
+//! helm+v3 bundles through the provisioner binary on the real control plane and registry: a
+//! real public chart (headlamp 0.42.0 and 0.43.0, vendored in crates/provisioner/tests/data/
+//! helm/headlamp, its README names the source) packaged and pushed by the real `helm` as a Helm
+//! OCI chart artifact, installed with values from the BundleDeployment and from a Secret (a
+//! change of the Secret renders again), a schema-invalid value refused in the schema's words
+//! with nothing applied, an upgrade to the next version that prunes what it no longer renders,
+//! and deletion. Hostile charts (one that would `lookup` the cluster, one with a remote
+//! dependency, one that loops, one that prints 100 MB) end as reasons, the provisioner alive.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use olm_api::bundle_deployment::BundleDeployment;
+use olm_e2e::context::TestContext;
+use olm_e2e::images::Entry;
+use olm_e2e::manager::{OLM_NAMESPACE, OWN_PROVISIONER_LABEL, provisioner, start_provisioner_with};
+use olm_e2e::wait::{wait_for, wait_for_deletion};
+use serde_json::{Value, json};
+
+use crate::provisioner_bundles::{bundle_image, condition};
+
+const HEADLAMP: &str = "crates/provisioner/tests/data/helm/headlamp";
+const WAIT: Duration = Duration::from_secs(90);
+
+/// Packages the chart at `dir` with the real helm and pushes it to the test registry as a Helm
+/// OCI chart artifact under `<namespace>/charts`; its reference (`…/charts/<name>:<version>`).
+fn push_chart(ctx: &TestContext, dir: &Path, name: &str, version: &str) -> String {
+    let registry = olm_e2e::registry::plain().unwrap();
+    let helm = olm_e2e::helm::helm().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new(&helm)
+            .args(args)
+            .env("HOME", home.path())
+            .env("HELM_CONFIG_HOME", home.path().join("config"))
+            .env("HELM_CACHE_HOME", home.path().join("cache"))
+            .env("HELM_DATA_HOME", home.path().join("data"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "helm {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let out = home.path().join("packages");
+    run(&[
+        "package",
+        dir.to_str().unwrap(),
+        "-d",
+        out.to_str().unwrap(),
+    ]);
+    let package = out.join(format!("{name}-{version}.tgz"));
+    let target = format!("oci://{}/{}/charts", registry.host, ctx.namespace);
+    run(&["push", package.to_str().unwrap(), &target, "--plain-http"]);
+    format!(
+        "{}/{}/charts/{name}:{version}",
+        registry.host, ctx.namespace
+    )
+}
+
+/// A helm+v3 BundleDeployment of the chart image `image` with `config`, labelled for this test.
+fn helm_bd(ctx: &TestContext, name: &str, image: &str, config: Value) -> BundleDeployment {
+    serde_json::from_value(ctx.labelled(json!({
+        "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
+        "metadata": {"name": name},
+        "spec": {"provisionerClassName": "core-rukpak-io-plain",
+            "config": config,
+            "template": {"spec": {"provisionerClassName": "core-rukpak-io-helm",
+                "source": {"type": "image", "image": {"ref": image}}}}},
+    })))
+    .unwrap()
+}
+
+fn args_of(deployment: &Deployment) -> Vec<String> {
+    deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .and_then(|p| p.containers.first())
+        .and_then(|c| c.args.clone())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_real_chart_from_an_oci_artifact_installs_with_values_upgrades_and_is_removed() {
+    let ctx = TestContext::new("prov-helm").await.unwrap();
+    provisioner().unwrap();
+    let client = ctx.client.clone();
+    let root = olm_e2e::repo_root().join(HEADLAMP);
+    let v42 = push_chart(&ctx, &root.join("0.42.0"), "headlamp", "0.42.0");
+    let v43 = push_chart(&ctx, &root.join("0.43.0"), "headlamp", "0.43.0");
+    // Values from a Secret in the managers' namespace, under the opted-in key.
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), OLM_NAMESPACE);
+    let values_secret = ctx.name("values");
+    let secret: Secret = serde_json::from_value(ctx.labelled(json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": values_secret, "namespace": OLM_NAMESPACE},
+        "stringData": {"values.yaml": "config:\n  baseURL: /from-secret\n"},
+    })))
+    .unwrap();
+    secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+
+    let bds: Api<BundleDeployment> = Api::all(client.clone());
+    let name = ctx.name("web");
+    let config = |image_values: Value| {
+        json!({"namespace": ctx.namespace, "values": image_values,
+               "valuesFrom": [{"kind": "Secret", "name": values_secret}]})
+    };
+    let first = config(json!({"replicaCount": 2,
+        "podDisruptionBudget": {"enabled": true, "minAvailable": 1, "maxUnavailable": null}}));
+    bds.create(&PostParams::default(), &helm_bd(&ctx, &name, &v42, first))
+        .await
+        .unwrap();
+    let installed = wait_for(&bds, &name, "installed", WAIT, |bd| {
+        condition(bd, "Installed").is_some_and(|(s, _, _)| s == "True")
+    })
+    .await
+    .unwrap();
+    let resolved = installed.status.as_ref().unwrap().resolved_source.clone();
+    assert!(
+        serde_json::to_string(&resolved)
+            .unwrap()
+            .contains("@sha256:"),
+        "the chart is pulled by digest: {resolved:?}"
+    );
+    // What the chart renders, where it renders it: the release is the BundleDeployment.
+    let fullname = format!("{name}-headlamp");
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ctx.namespace);
+    let deployment = deployments.get(&fullname).await.unwrap();
+    assert_eq!(deployment.spec.as_ref().unwrap().replicas, Some(2));
+    assert!(
+        args_of(&deployment).contains(&"-base-url=/from-secret".to_owned()),
+        "{:?}",
+        args_of(&deployment)
+    );
+    Api::<Service>::namespaced(client.clone(), &ctx.namespace)
+        .get(&fullname)
+        .await
+        .unwrap();
+    Api::<ServiceAccount>::namespaced(client.clone(), &ctx.namespace)
+        .get(&fullname)
+        .await
+        .unwrap();
+    let pdbs: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), &ctx.namespace);
+    pdbs.get(&fullname).await.unwrap();
+    let bindings: Api<ClusterRoleBinding> = Api::all(client.clone());
+    let binding = format!("{fullname}-admin");
+    bindings.get(&binding).await.unwrap();
+    // No Helm release Secret: the applied set is the record.
+    let releases = Api::<Secret>::namespaced(client.clone(), &ctx.namespace)
+        .list(&kube::api::ListParams::default().labels("owner=helm"))
+        .await
+        .unwrap();
+    assert!(releases.items.is_empty());
+
+    // The Secret changes: rendered again, applied again.
+    let patch = json!({"stringData": {"values.yaml": "config:\n  baseURL: /changed\n"}});
+    secrets
+        .patch(
+            &values_secret,
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+        .unwrap();
+    wait_for(&deployments, &fullname, "the new base URL", WAIT, |d| {
+        d.is_some_and(|d| args_of(d).contains(&"-base-url=/changed".to_owned()))
+    })
+    .await
+    .unwrap();
+
+    // A value the chart's schema refuses: its words, and nothing applied.
+    let bad = json!({"spec": {"config": config(json!({"replicaCount": 0}))}});
+    bds.patch(&name, &PatchParams::default(), &Patch::Merge(&bad))
+        .await
+        .unwrap();
+    let refused = wait_for(&bds, &name, "refused", WAIT, |bd| {
+        condition(bd, "HasValidBundle")
+            .is_some_and(|(s, r, _)| s == "False" && r == "InvalidValues")
+    })
+    .await
+    .unwrap();
+    let (_, _, message) = condition(Some(&refused), "HasValidBundle").unwrap();
+    assert!(
+        message.contains("values don't meet the specifications of the schema")
+            && message.contains("/replicaCount"),
+        "{message}"
+    );
+    let kept = deployments.get(&fullname).await.unwrap();
+    assert_eq!(
+        kept.spec.as_ref().unwrap().replicas,
+        Some(2),
+        "the last good state is kept"
+    );
+
+    // The next version, without the PodDisruptionBudget: it is pruned, the rest upgraded.
+    // (A merge patch: the earlier values' keys stay unless the patch drops them.)
+    let upgrade = json!({"spec": {
+        "config": config(json!({"replicaCount": 1, "podDisruptionBudget": null})),
+        "template": {"spec": {"source": {"image": {"ref": v43}}}}}});
+    bds.patch(&name, &PatchParams::default(), &Patch::Merge(&upgrade))
+        .await
+        .unwrap();
+    wait_for(&bds, &name, "upgraded", WAIT, |bd| {
+        condition(bd, "Installed").is_some_and(|(s, _, _)| s == "True")
+            && condition(bd, "HasValidBundle").is_some_and(|(s, _, _)| s == "True")
+    })
+    .await
+    .unwrap();
+    wait_for_deletion(&pdbs, &fullname, WAIT).await.unwrap();
+    let upgraded = deployments.get(&fullname).await.unwrap();
+    assert_eq!(upgraded.spec.as_ref().unwrap().replicas, Some(1));
+    let labels = upgraded.metadata.labels.unwrap_or_default();
+    assert_eq!(
+        labels.get("helm.sh/chart").map(String::as_str),
+        Some("headlamp-0.43.0")
+    );
+
+    // Deleting the BundleDeployment removes what it installed.
+    bds.delete(&name, &DeleteParams::default()).await.unwrap();
+    wait_for_deletion(&bds, &name, WAIT).await.unwrap();
+    assert!(deployments.get_opt(&fullname).await.unwrap().is_none());
+    assert!(bindings.get_opt(&binding).await.unwrap().is_none());
+    ctx.cleanup().await.unwrap();
+}
+
+/// A chart at the root of a bundle image whose one template is `template`.
+fn chart_image(template: &str) -> Vec<Entry> {
+    vec![
+        Entry::File(
+            "Chart.yaml".into(),
+            b"apiVersion: v2\nname: hostile\nversion: 0.1.0\n".to_vec(),
+        ),
+        Entry::Dir("templates".into()),
+        Entry::File("templates/t.yaml".into(), template.as_bytes().to_vec()),
+    ]
+}
+
+#[tokio::test]
+async fn hostile_charts_end_as_reasons_and_the_provisioner_carries_on() {
+    let ctx = TestContext::new("prov-helm-hostile").await.unwrap();
+    // A provisioner of its own, with a short render time and a small render memory, so that a
+    // loop and a 100 MB manifest end quickly.
+    let own = ctx.name("hostile");
+    let provisioner = {
+        let args = [
+            format!("--bundle-deployment-selector={OWN_PROVISIONER_LABEL}={own}"),
+            "--render-timeout-seconds=5".to_owned(),
+            "--render-memory-bytes=268435456".to_owned(),
+        ];
+        tokio::task::spawn_blocking(move || start_provisioner_with("provisioner-hostile", &args))
+            .await
+            .unwrap()
+            .unwrap()
+    };
+    let cm = |data: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: probe\ndata:\n{data}\n")
+    };
+    let cases = [
+        // (name, template, expected reason or None for installed)
+        (
+            "lookup",
+            cm("  found: {{ if lookup \"v1\" \"Namespace\" \"\" \"default\" }}\"yes\"{{ else }}\"no\"{{ end }}"),
+            None,
+        ),
+        (
+            "loop",
+            "{{- range until 10000 }}{{- range until 10000 }}{{- range until 10000 }}{{- end }}{{- end }}{{- end }}".to_owned(),
+            Some(("RenderStopped", "ran for more than 5s")),
+        ),
+        (
+            "huge",
+            cm("  x: {{ repeat 100000000 \"x\" }}"),
+            Some(("RenderStopped", "memory")),
+        ),
+    ];
+    let bds: Api<BundleDeployment> = Api::all(ctx.client.clone());
+    let mut names = Vec::new();
+    for (case, template, _) in &cases {
+        let image = bundle_image(&ctx, case, &chart_image(template)).await;
+        let name = ctx.name(case);
+        let mut bd = helm_bd(&ctx, &name, &image, json!({"namespace": ctx.namespace}));
+        bd.metadata
+            .labels
+            .get_or_insert_with(Default::default)
+            .insert(OWN_PROVISIONER_LABEL.to_owned(), own.clone());
+        bds.create(&PostParams::default(), &bd).await.unwrap();
+        names.push(name);
+    }
+    // A dependency in a repository, not vendored: refused, no repository reached.
+    let remote = bundle_image(
+        &ctx,
+        "remote",
+        &[
+            Entry::File(
+                "Chart.yaml".into(),
+                b"apiVersion: v2\nname: remote\nversion: 0.1.0\ndependencies:\n- name: redis\n  version: 20.x.x\n  repository: https://charts.bitnami.com/bitnami\n".to_vec(),
+            ),
+            Entry::Dir("templates".into()),
+        ],
+    )
+    .await;
+    let remote_name = ctx.name("remote");
+    let mut bd = helm_bd(&ctx, &remote_name, &remote, json!({}));
+    bd.metadata
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert(OWN_PROVISIONER_LABEL.to_owned(), own.clone());
+    bds.create(&PostParams::default(), &bd).await.unwrap();
+
+    for ((_, _, expected), name) in cases.iter().zip(&names) {
+        match expected {
+            None => {
+                wait_for(&bds, name, "installed", WAIT, |bd| {
+                    condition(bd, "Installed").is_some_and(|(s, _, _)| s == "True")
+                })
+                .await
+                .unwrap();
+            }
+            Some((reason, says)) => {
+                let want = (*reason).to_owned();
+                let done = wait_for(&bds, name, reason, WAIT, move |bd| {
+                    condition(bd, "HasValidBundle").is_some_and(|(_, r, _)| r == want)
+                })
+                .await
+                .unwrap();
+                let (_, _, message) = condition(Some(&done), "HasValidBundle").unwrap();
+                assert!(message.contains(says), "{name}: {message}");
+            }
+        }
+    }
+    // lookup saw nothing of the cluster (the default Namespace exists).
+    let probe = Api::<ConfigMap>::namespaced(ctx.client.clone(), &ctx.namespace)
+        .get("probe")
+        .await
+        .unwrap();
+    assert_eq!(probe.data.unwrap()["found"], "no");
+    let done = wait_for(&bds, &remote_name, "refused", WAIT, |bd| {
+        condition(bd, "HasValidBundle").is_some_and(|(_, r, _)| r == "DependencyNotVendored")
+    })
+    .await
+    .unwrap();
+    let (_, _, message) = condition(Some(&done), "HasValidBundle").unwrap();
+    assert!(message.contains("redis"), "{message}");
+    // The provisioner is alive and stayed within its memory all along (what it reads of a
+    // child's output is bounded; the child's memory was its own, and is gone).
+    let peak = olm_e2e::memory::process_status_kib(provisioner.manager.pid, "VmHWM").unwrap();
+    assert!(peak < 200 * 1024, "the provisioner's peak: {peak} KiB");
+    for name in names.iter().chain([&remote_name]) {
+        bds.delete(name, &DeleteParams::default()).await.unwrap();
+        wait_for_deletion(&bds, name, WAIT).await.unwrap();
+    }
+    ctx.cleanup().await.unwrap();
+}
