@@ -86,10 +86,11 @@ pub struct Args {
     pub render_timeout_seconds: u64,
     /// The most memory one render may hold, in bytes (its resident set; the kernel's data
     /// limit backs it).
-    #[arg(long, default_value_t = 512 * 1024 * 1024)]
+    #[arg(long, default_value_t = 256 * 1024 * 1024)]
     pub render_memory_bytes: u64,
-    /// Renders run at once (each may hold --render-memory-bytes).
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..))]
+    /// Renders run at once (each may hold --render-memory-bytes, in the provisioner's
+    /// container).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     pub render_concurrency: u16,
     #[command(flatten)]
     pub network: NetworkArgs,

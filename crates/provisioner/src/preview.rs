@@ -87,7 +87,7 @@ pub struct RenderArgs {
     #[arg(long, default_value_t = 60)]
     pub render_timeout_seconds: u64,
     /// The most memory one render may hold, in bytes.
-    #[arg(long, default_value_t = 512 * 1024 * 1024)]
+    #[arg(long, default_value_t = 256 * 1024 * 1024)]
     pub render_memory_bytes: u64,
 }
 
