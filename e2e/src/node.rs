@@ -67,8 +67,7 @@ pub async fn push_managers(registry: &Registry, tag: &str) -> Result<String> {
 /// Pushes one manager's image, assembled from this build's binary, as
 /// `<registry>/olm-rs/<manager>:<tag>`; its reference.
 pub async fn push_manager(registry: &Registry, manager: &str, tag: &str) -> Result<String> {
-    let binary = crate::binary(manager)?;
-    let image = crate::manager_image::assemble(&binary, manager)?;
+    let image = assembled(manager)?;
     let repository = format!("olm-rs/{manager}");
     crate::images::push_configured(
         registry,
@@ -79,6 +78,19 @@ pub async fn push_manager(registry: &Registry, manager: &str, tag: &str) -> Resu
     )
     .await?;
     Ok(format!("{}/{repository}:{tag}", registry.host))
+}
+
+/// The image of `manager` assembled from this build's binary: the Dockerfile target's layout,
+/// helm and kustomize (the test binaries) in the provisioner's.
+pub fn assembled(manager: &str) -> Result<crate::manager_image::Assembled> {
+    let binary = crate::binary(manager)?;
+    let image = crate::manager_image::assemble(&binary, manager)?;
+    if manager != "provisioner" {
+        return Ok(image);
+    }
+    Ok(image
+        .with_tool(&crate::helm::helm()?, "helm")?
+        .with_tool(&crate::helm::kustomize()?, "kustomize")?)
 }
 
 /// This machine's address on the node's link, where the node's registry listens: a Pod reaches

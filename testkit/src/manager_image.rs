@@ -35,8 +35,25 @@ impl Assembled {
         serde_json::json!({
             "Entrypoint": self.entrypoint,
             "User": self.user,
-            "Env": ["PATH=/"],
+            // Programs the manager runs (the provisioner's helm and kustomize) are looked up
+            // where the Dockerfile puts them.
+            "Env": ["PATH=/usr/local/bin:/"],
         })
+    }
+
+    /// This image with the static program at `host` as `usr/local/bin/<name>`, where the
+    /// Dockerfile's provisioner target copies helm and kustomize.
+    pub fn with_tool(mut self, host: &Path, name: &str) -> Result<Assembled> {
+        let bytes = std::fs::read(host)
+            .map_err(|e| Error::Fixture(format!("reading {}: {e}", host.display())))?;
+        for dir in ["usr", "usr/local", "usr/local/bin"] {
+            if !self.entries.iter().any(|e| matches!(e, Entry::Dir(d) if d == dir)) {
+                self.entries.push(Entry::Dir(dir.into()));
+            }
+        }
+        self.entries
+            .push(Entry::Executable(format!("usr/local/bin/{name}"), bytes));
+        Ok(self)
     }
 
     /// The paths of its regular files, sorted.
