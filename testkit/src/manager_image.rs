@@ -47,7 +47,11 @@ impl Assembled {
         let bytes = std::fs::read(host)
             .map_err(|e| Error::Fixture(format!("reading {}: {e}", host.display())))?;
         for dir in ["usr", "usr/local", "usr/local/bin"] {
-            if !self.entries.iter().any(|e| matches!(e, Entry::Dir(d) if d == dir)) {
+            if !self
+                .entries
+                .iter()
+                .any(|e| matches!(e, Entry::Dir(d) if d == dir))
+            {
                 self.entries.push(Entry::Dir(dir.into()));
             }
         }

@@ -6,7 +6,8 @@
 //! operator's bundles and catalog pushed to a registry, a Catalog of that image, an Operator
 //! resolved to a BundleDeployment and installed by the provisioner, the Catalog moved to a new
 //! version and the operator upgraded with it, an OwnNamespace operator and a webhook and
-//! APIService operator from a second Catalog, and everything deleted again.
+//! APIService operator from a second Catalog, a Helm chart from an OCI artifact, and everything
+//! deleted again.
 //!
 //! Usage: `olm-demo [SAMPLES_DIR]`
 
@@ -24,6 +25,8 @@ use olm_e2e::chart;
 use olm_e2e::demo::{apply_docs, command, get, push_example, sample, step, token};
 use olm_e2e::manager::OLM_NAMESPACE;
 use olm_e2e::{cluster, node, samples, wait};
+
+mod charts;
 
 const WAIT: Duration = Duration::from_secs(120);
 const CATALOGS: (&str, &str, &str) = ("catalogd.operatorframework.io", "v1alpha1", "Catalog");
@@ -532,8 +535,10 @@ async fn main() -> Result<()> {
 
     more_operators(&client, &registry, &dir).await?;
 
+    charts::helm_chart(10, &client, &registry, &dir).await?;
+
     step(
-        10,
+        11,
         "The managers' metrics, over HTTPS to an authorized token",
     );
     println!(
@@ -595,7 +600,7 @@ async fn main() -> Result<()> {
     println!("{}", status.as_u16());
 
     step(
-        11,
+        12,
         "Delete the Operators and the Catalogs: nothing of the operators is left",
     );
     let bds: Api<BundleDeployment> = Api::all(client.clone());
@@ -628,7 +633,7 @@ async fn main() -> Result<()> {
     command(&format!("curl -s -o /dev/null -w '%{{http_code}}' {url}"));
     println!("{}", reqwest::get(&url).await?.status().as_u16());
 
-    step(12, "Uninstall olm-rs");
+    step(13, "Uninstall olm-rs");
     command("kubectl delete clusterrolebinding olm-demo-metrics-reader");
     Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(client.clone())
         .delete("olm-demo-metrics-reader", &DeleteParams::background())
