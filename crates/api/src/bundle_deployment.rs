@@ -24,6 +24,34 @@ pub const KUSTOMIZE_PROVISIONER: &str = "core-rukpak-io-kustomize";
 /// BundleDeployment the parent of the set it applied.
 pub const APPLYSET_PARENT_TYPE_LABEL: &str = "applyset.kubernetes.io/is-parent-type";
 
+/// The annotation that asks the provisioner for a dry run of a BundleDeployment's template
+/// instead of installing it: `status.dryRun` then says what would be created, changed and
+/// pruned, and the installed set is left as it is.
+pub const DRY_RUN_ANNOTATION: &str = "olm-rs.io/dry-run";
+
+/// What a sync of the wanted template would do (olm-rs's, additive: rukpak has no dry run).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DryRun {
+    /// The template it is about (`<bd>-<hash>`, as `activeBundle` would name it).
+    pub bundle: String,
+    /// Objects it would create (`Kind[.group] [namespace/]name`).
+    #[serde(default)]
+    pub create: Vec<String>,
+    /// Objects it would change.
+    #[serde(default)]
+    pub change: Vec<String>,
+    /// Objects of the installed set it would delete.
+    #[serde(default)]
+    pub prune: Vec<String>,
+    /// How many objects it would leave as they are.
+    #[serde(default)]
+    pub unchanged: i64,
+    /// Why it cannot be installed, when it cannot (a reason and its message).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+}
+
 /// A Secret or ConfigMap in the provisioner's namespace whose key holds Helm values (YAML),
 /// as a BundleDeployment's `spec.config.valuesFrom` and an Operator's `spec.valuesFrom` name it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
@@ -267,6 +295,10 @@ pub struct BundleDeploymentStatus {
     /// installed content is pulled by this digest again after a restart).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolved_source: Option<ResolvedSource>,
+    /// What a sync of the wanted template would do, while the BundleDeployment carries the
+    /// `olm-rs.io/dry-run` annotation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dry_run: Option<DryRun>,
     /// The generation the status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,

@@ -271,7 +271,7 @@ impl Applier {
     }
 
     /// Where `object` goes; `None` when its kind is not served and `required` is false.
-    async fn place(
+    pub(crate) async fn place(
         &self,
         kinds: &mut Kinds,
         object: &Object,
@@ -566,7 +566,7 @@ pub(crate) fn api_message(error: kube::Error) -> String {
 
 /// Kinds found by discovery during one install (and those not served, until CRDs apply).
 #[derive(Default)]
-struct Kinds {
+pub(crate) struct Kinds {
     found: HashMap<GroupVersionKind, (ApiResource, Scope)>,
     unknown: std::collections::HashSet<GroupVersionKind>,
 }

@@ -45,6 +45,7 @@ pub mod controller;
 pub mod convert;
 pub mod crd_safety;
 pub mod drift;
+pub mod dry_run;
 pub mod fetch;
 pub mod fields;
 pub mod format;

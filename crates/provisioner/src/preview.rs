@@ -151,7 +151,7 @@ pub async fn run(args: &RenderArgs) -> Result<String, String> {
     };
     let rendered = objects(&renderer, &input)
         .await
-        .map_err(|attempt| format!("{}: {}", attempt.reason(), attempt_message(&attempt)))?;
+        .map_err(|attempt| format!("{}: {}", attempt.reason(), attempt.message()))?;
     let mut out = String::new();
     for (_, phase) in crate::order::by_phase(rendered.objects) {
         for object in phase {
@@ -177,19 +177,6 @@ pub async fn print(args: &RenderArgs) -> i32 {
             eprintln!("provisioner render: {e}");
             1
         }
-    }
-}
-
-/// What an attempt that failed says.
-fn attempt_message(attempt: &crate::status::Attempt) -> String {
-    use crate::status::Attempt;
-    match attempt {
-        Attempt::Invalid { message, .. } => message.clone(),
-        Attempt::InstallMode(m)
-        | Attempt::UnpackFailed(m)
-        | Attempt::ApplyFailed(m)
-        | Attempt::Unpacking(m) => m.clone(),
-        other => format!("{other:?}"),
     }
 }
 

@@ -195,7 +195,11 @@ impl Applier {
     /// the recorded namespaces (cluster-wide for cluster-scoped kinds) that `owner` applied,
     /// proven by their controller owner reference; of CRDs and Namespaces, those the parent
     /// records by name that still carry our marks. The member label only narrows the lists.
-    async fn members(&self, owner: &Owner, spans: &Spans) -> Result<Vec<Member>, ApplyError> {
+    pub(crate) async fn members(
+        &self,
+        owner: &Owner,
+        spans: &Spans,
+    ) -> Result<Vec<Member>, ApplyError> {
         let mut members = Vec::new();
         for group_kind in &spans.group_kinds {
             let (kind, group) = group_kind

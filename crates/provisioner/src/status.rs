@@ -121,6 +121,21 @@ pub enum Attempt {
 }
 
 impl Attempt {
+    /// What it says, in sentences (empty for an attempt that applied).
+    pub fn message(&self) -> String {
+        match self {
+            Attempt::Invalid { message, .. } => message.clone(),
+            Attempt::Unpacking(m)
+            | Attempt::UnpackFailed(m)
+            | Attempt::Conflicts(m)
+            | Attempt::UnsafeCrdUpgrade(m)
+            | Attempt::NamespaceMove(m)
+            | Attempt::InstallMode(m)
+            | Attempt::ApplyFailed(m) => m.clone(),
+            Attempt::Applied => String::new(),
+        }
+    }
+
     /// The reason this attempt is counted and announced under.
     pub fn reason(&self) -> &'static str {
         match self {

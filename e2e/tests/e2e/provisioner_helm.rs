@@ -204,12 +204,51 @@ async fn a_real_chart_from_an_oci_artifact_installs_with_values_upgrades_and_is_
         "the last good state is kept"
     );
 
-    // The next version, without the PodDisruptionBudget: it is pruned, the rest upgraded.
+    // The next version, without the PodDisruptionBudget, asked first as a dry run: what it
+    // would create, change and prune, and nothing done.
     // (A merge patch: the earlier values' keys stay unless the patch drops them.)
-    let upgrade = json!({"spec": {
+    let installed_bundle = refused.status.as_ref().unwrap().active_bundle.clone();
+    let upgrade = json!({
+        "metadata": {"annotations": {"olm-rs.io/dry-run": "true"}},
+        "spec": {
         "config": config(json!({"replicaCount": 1, "podDisruptionBudget": null})),
         "template": {"spec": {"source": {"image": {"ref": v43}}}}}});
     bds.patch(&name, &PatchParams::default(), &Patch::Merge(&upgrade))
+        .await
+        .unwrap();
+    let previewed = wait_for(&bds, &name, "a dry run", WAIT, |bd| {
+        bd.and_then(|b| b.status.as_ref())
+            .and_then(|s| s.dry_run.as_ref())
+            .is_some_and(|d| d.refused.is_none() && !d.prune.is_empty())
+    })
+    .await
+    .unwrap();
+    let status = previewed.status.clone().unwrap();
+    let dry_run = status.dry_run.unwrap();
+    assert_eq!(
+        dry_run.prune,
+        [format!(
+            "PodDisruptionBudget.policy {}/{fullname}",
+            ctx.namespace
+        )],
+        "{dry_run:?}"
+    );
+    let deployment_key = format!("Deployment.apps {}/{fullname}", ctx.namespace);
+    assert!(dry_run.change.contains(&deployment_key), "{dry_run:?}");
+    assert!(dry_run.create.is_empty(), "{dry_run:?}");
+    assert!(dry_run.unchanged > 0, "{dry_run:?}");
+    assert_eq!(status.active_bundle, installed_bundle, "nothing installed");
+    pdbs.get(&fullname).await.unwrap();
+    let still = deployments.get(&fullname).await.unwrap();
+    assert_eq!(
+        still.spec.as_ref().unwrap().replicas,
+        Some(2),
+        "nothing applied"
+    );
+
+    // The annotation off: the upgrade happens; the PodDisruptionBudget is pruned.
+    let go = json!({"metadata": {"annotations": {"olm-rs.io/dry-run": null}}});
+    bds.patch(&name, &PatchParams::default(), &Patch::Merge(&go))
         .await
         .unwrap();
     wait_for(&bds, &name, "upgraded", WAIT, |bd| {
@@ -219,6 +258,13 @@ async fn a_real_chart_from_an_oci_artifact_installs_with_values_upgrades_and_is_
     .await
     .unwrap();
     wait_for_deletion(&pdbs, &fullname, WAIT).await.unwrap();
+    let done = wait_for(&bds, &name, "the dry run cleared", WAIT, |bd| {
+        bd.and_then(|b| b.status.as_ref())
+            .is_some_and(|s| s.dry_run.is_none())
+    })
+    .await
+    .unwrap();
+    assert_ne!(done.status.unwrap().active_bundle, installed_bundle);
     let upgraded = deployments.get(&fullname).await.unwrap();
     assert_eq!(upgraded.spec.as_ref().unwrap().replicas, Some(1));
     let labels = upgraded.metadata.labels.unwrap_or_default();

@@ -32,6 +32,7 @@ use crate::source::{Format, Wanted};
 use crate::status::{Attempt, Installed, reasons};
 
 mod certs;
+mod dry_run;
 mod report;
 
 /// How often an installed BundleDeployment is looked at again by default
@@ -262,6 +263,11 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
             wanted,
             settings,
         } => {
+            if dry_run::requested(&bd) {
+                dry_run::run(&ctx, &bd, &owner, format, &source, &wanted, &settings).await?;
+                return Ok(Action::requeue(ctx.resync));
+            }
+            dry_run::clear(&ctx, &bd).await?;
             let before = installed_of(&bd);
             let (attempt, certs_due) =
                 install(&ctx, &bd, &owner, format, &source, &wanted, &settings).await;
