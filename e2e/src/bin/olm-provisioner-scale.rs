@@ -15,12 +15,18 @@
 //! each BundleDeployment's with a group of its own (`argoproj-<i>.io`), from five immutable
 //! ConfigMaps; no unrelated objects are added.
 //!
+//! With `OLM_SCALE_BUNDLE=helm` it measures Helm charts: 10, then 100 BundleDeployments of one
+//! chart (config/samples/charts/hello: a Deployment, a Service, a ConfigMap, from two immutable
+//! ConfigMaps all share), each with values of its own, rendered by the real helm; besides the
+//! rest it reports the mean time of one render (`provisioner_render_duration_seconds`).
+//!
 //! Usage, with release builds:
 //!
 //! ```text
 //! cargo build --release -p provisioner -p olm-e2e
 //! OLM_E2E_BIN_DIR=target/release target/release/olm-provisioner-scale
 //! OLM_SCALE_BUNDLE=argocd OLM_E2E_BIN_DIR=target/release target/release/olm-provisioner-scale
+//! OLM_SCALE_BUNDLE=helm OLM_E2E_BIN_DIR=target/release target/release/olm-provisioner-scale
 //! ```
 //!
 //! It starts its own control plane (or uses the one named by `OLM_E2E_KUBECONFIG`) and deletes
@@ -42,6 +48,19 @@ use serde_json::json;
 const LEVELS: [usize; 4] = [1, 10, 100, 1_000];
 /// The levels with real bundles (`OLM_SCALE_BUNDLE=argocd`).
 const REAL_LEVELS: [usize; 2] = [10, 50];
+/// The levels with Helm charts (`OLM_SCALE_BUNDLE=helm`).
+const HELM_LEVELS: [usize; 2] = [10, 100];
+
+/// What the BundleDeployments install.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Bundle {
+    /// Ten objects of a plain bundle.
+    Plain,
+    /// argocd-operator's five CRDs.
+    Argocd,
+    /// The hello chart with values of its own.
+    Helm,
+}
 const UNRELATED: usize = 10_000;
 const RESYNC_SECONDS: u64 = 20;
 const IDLE: Duration = Duration::from_secs(60);
@@ -120,6 +139,53 @@ fn installed(bd: &BundleDeployment) -> bool {
             && s.conditions
                 .iter()
                 .any(|c| c.type_ == "Installed" && c.status == "True")
+    })
+}
+
+/// The hello chart's files as two immutable ConfigMaps (the chart's root, its templates), the
+/// `configMaps` source of every Helm BundleDeployment.
+async fn hello_chart(ctx: &TestContext, maps: &Api<ConfigMap>) -> Result<serde_json::Value> {
+    let root = olm_e2e::repo_root().join("config/samples/charts/hello");
+    let mut sources = Vec::new();
+    for (dir, path) in [
+        (root.clone(), None),
+        (root.join("templates"), Some("templates")),
+    ] {
+        let mut data = serde_json::Map::new();
+        for entry in std::fs::read_dir(&dir).with_context(|| dir.display().to_string())? {
+            let entry = entry?;
+            if entry.file_type()?.is_file() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                data.insert(name, std::fs::read_to_string(entry.path())?.into());
+            }
+        }
+        let name = ctx.name(&format!("chart-{}", path.unwrap_or("root")));
+        let map: ConfigMap = serde_json::from_value(ctx.labelled(json!({
+            "metadata": {"name": name}, "immutable": true, "data": data,
+        })))?;
+        maps.create(&PostParams::default(), &map).await?;
+        sources.push(match path {
+            Some(p) => json!({"configMap": {"name": name}, "path": p}),
+            None => json!({"configMap": {"name": name}}),
+        });
+    }
+    Ok(serde_json::Value::Array(sources))
+}
+
+/// The mean of a histogram the provisioner exports, in seconds (`None` before any sample).
+async fn mean(admin_url: &str, histogram: &str) -> Result<Option<f64>> {
+    let text = reqwest::get(format!("{admin_url}/metrics"))
+        .await?
+        .text()
+        .await?;
+    let value = |suffix: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("{histogram}_{suffix} ")))
+            .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+    };
+    Ok(match (value("sum"), value("count")) {
+        (Some(sum), Some(count)) if count > 0.0 => Some(sum / count),
+        _ => None,
     })
 }
 
@@ -207,18 +273,41 @@ async fn run(ctx: &TestContext) -> Result<()> {
     let maps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), OLM_NAMESPACE);
     let bds: Api<BundleDeployment> = Api::all(ctx.client.clone());
     let prefix = ctx.name("bd-");
-    let real = std::env::var("OLM_SCALE_BUNDLE").is_ok_and(|b| b == "argocd");
-    let (levels, objects_each): (&[usize], usize) = if real {
-        (&REAL_LEVELS, 5)
-    } else {
-        (&LEVELS, 10)
+    let kind = match std::env::var("OLM_SCALE_BUNDLE").as_deref() {
+        Ok("argocd") => Bundle::Argocd,
+        Ok("helm") => Bundle::Helm,
+        _ => Bundle::Plain,
+    };
+    let real = kind == Bundle::Argocd;
+    let (levels, objects_each): (&[usize], usize) = match kind {
+        Bundle::Argocd => (&REAL_LEVELS, 5),
+        Bundle::Helm => (&HELM_LEVELS, 3),
+        Bundle::Plain => (&LEVELS, 10),
+    };
+    let chart = match kind {
+        Bundle::Helm => Some(hello_chart(ctx, &maps).await?),
+        _ => None,
     };
     let mut created = 0;
     for &level in levels {
         let started = Instant::now();
         each(created..level, if real { 4 } else { 16 }, |i| {
-            let (maps, bds, prefix) = (&maps, &bds, &prefix);
+            let (maps, bds, prefix, chart) = (&maps, &bds, &prefix, &chart);
             async move {
+                if let Some(chart) = chart {
+                    // One chart, values of its own: a release per BundleDeployment.
+                    let bd: BundleDeployment = serde_json::from_value(ctx.labelled(json!({
+                        "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
+                        "metadata": {"name": format!("{prefix}{i:04}")},
+                        "spec": {"provisionerClassName": "core-rukpak-io-plain",
+                            "config": {"namespace": ctx.namespace,
+                                "values": {"greeting": format!("hello {i}"), "port": 8000 + i}},
+                            "template": {"spec": {"provisionerClassName": "core-rukpak-io-helm",
+                                "source": {"type": "configMaps", "configMaps": chart}}}},
+                    })))?;
+                    bds.create(&PostParams::default(), &bd).await?;
+                    return anyhow::Ok(());
+                }
                 // One ConfigMap per file (each within Kubernetes' 1 MiB).
                 let files = if real {
                     // Labelled for the test, so that a run cut short leaves no CRD behind.
@@ -266,13 +355,22 @@ async fn run(ctx: &TestContext) -> Result<()> {
             started.elapsed()
         );
         created = level;
+        if let Some(render) = mean(&admin_url, "provisioner_render_duration_seconds").await? {
+            println!(
+                "{level} BundleDeployments: one render took {:.0} ms on average",
+                render * 1000.0
+            );
+        }
         report(
             &format!("{level} BundleDeployments"),
             &idle(pid, &admin_url).await?,
         );
     }
 
-    if real {
+    if kind == Bundle::Helm {
+        helm_peer(ctx, created).await?;
+    }
+    if kind != Bundle::Plain {
         return finish(ctx, &bds, &prefix, created, pid, provisioner).await;
     }
     // The rest of the cluster grows; the provisioner's memory should not.
@@ -303,6 +401,73 @@ async fn run(ctx: &TestContext) -> Result<()> {
     );
 
     finish(ctx, &bds, &prefix, created, pid, provisioner).await
+}
+
+/// The peer, in the same run on the same cluster: the real `helm install` of the same chart
+/// with the same values, `count` releases (four at a time, as a script or a GitOps tool would
+/// run them), into a namespace of its own; the time, and the release Secrets helm keeps in
+/// etcd (olm-rs keeps none). The namespace goes with the run.
+async fn helm_peer(ctx: &TestContext, count: usize) -> Result<()> {
+    use k8s_openapi::api::core::v1::{Namespace, Secret};
+    let namespace = format!("{}-helm", ctx.namespace);
+    let ns: Namespace = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": namespace, "labels": ctx.namespace_labels()},
+    }))?;
+    Api::<Namespace>::all(ctx.client.clone())
+        .create(&PostParams::default(), &ns)
+        .await?;
+    let helm = olm_e2e::helm::helm()?;
+    let kubeconfig = olm_e2e::cluster::cluster()?.kubeconfig.clone();
+    let chart = olm_e2e::repo_root().join("config/samples/charts/hello");
+    let home = tempfile::tempdir()?;
+    let started = Instant::now();
+    each(0..count, 4, |i| {
+        let (helm, kubeconfig, chart, namespace, home) = (
+            helm.clone(),
+            kubeconfig.clone(),
+            chart.clone(),
+            namespace.clone(),
+            home.path().to_path_buf(),
+        );
+        async move {
+            let out = tokio::process::Command::new(&helm)
+                .args(["install", &format!("r{i:04}")])
+                .arg(&chart)
+                .args(["--namespace", &namespace])
+                .args(["--set", &format!("greeting=hello {i},port={}", 8000 + i)])
+                .env("KUBECONFIG", &kubeconfig)
+                .env("HOME", &home)
+                .env("HELM_CACHE_HOME", home.join("cache"))
+                .env("HELM_CONFIG_HOME", home.join("config"))
+                .env("HELM_DATA_HOME", home.join("data"))
+                .output()
+                .await?;
+            anyhow::ensure!(
+                out.status.success(),
+                "helm install: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            anyhow::Ok(())
+        }
+    })
+    .await?;
+    let took = started.elapsed();
+    let secrets = Api::<Secret>::namespaced(ctx.client.clone(), &namespace)
+        .list(&kube::api::ListParams::default().labels("owner=helm"))
+        .await?;
+    let bytes: usize = secrets
+        .items
+        .iter()
+        .flat_map(|s| s.data.iter().flatten())
+        .map(|(_, v)| v.0.len())
+        .sum();
+    println!(
+        "helm install (the peer), {count} releases of the same chart and values: {took:.1?}, {} release Secrets holding {} KiB",
+        secrets.items.len(),
+        bytes / 1024
+    );
+    Ok(())
 }
 
 /// Deletes every BundleDeployment, timing until all are gone, and says the run's peak memory.
