@@ -1,7 +1,8 @@
 //! `provisioner render`: what a BundleDeployment would apply, without a cluster and without
-//! applying it. The bundle's files (a directory), its format, its `spec.config` (a file), and
-//! values files as `helm -f` takes them, converted exactly as an install converts them
-//! ([`crate::convert`]) and printed as YAML documents in apply order. Charts see the
+//! applying it. The bundle's files (a directory, or an image pulled with the provisioner's own
+//! image code: a bundle image or a Helm OCI chart artifact), its format, its `spec.config` (a
+//! file), and values files as `helm -f` takes them, converted exactly as an install converts
+//! them ([`crate::convert`]) and printed as YAML documents in apply order. Charts see the
 //! `.Capabilities` of `--kube-version` with the built-in APIs (and any `--api-versions`).
 
 use std::path::{Path, PathBuf};
@@ -9,12 +10,19 @@ use std::sync::Arc;
 
 use clap::Parser;
 
+use catalogd_sources::budget::UnpackBudget;
+use catalogd_sources::flags::{ImageArgs, NetworkArgs};
+use catalogd_sources::image::ImageSource;
+use catalogd_sources::image::cache::LayerCache;
+
 use crate::bundle::Tree;
 use crate::convert::{Input, objects};
+use crate::fetch::Fetcher;
 use crate::render::capabilities::Capabilities;
 use crate::render::limits::Limits;
 use crate::render::{Cluster, Renderer};
 use crate::source::Format;
+use crate::source::Wanted;
 use crate::values::Layer;
 
 /// The formats by the names `olm.bundle.mediatype` gives them.
@@ -50,7 +58,20 @@ impl From<MediaType> for Format {
 #[command(name = "provisioner render", about)]
 pub struct RenderArgs {
     /// The bundle's directory (an unpacked bundle image, a chart, a kustomization).
-    pub dir: PathBuf,
+    #[arg(required_unless_present = "image")]
+    pub dir: Option<PathBuf>,
+    /// A bundle image or Helm OCI chart artifact to pull instead of a directory (pulled as the
+    /// provisioner pulls: the same limits, the network policy of --allow-loopback-sources and
+    /// the others, --registry-ca-file, --insecure-registries).
+    #[arg(long, conflicts_with = "dir")]
+    pub image: Option<String>,
+    /// A pull secret for --image, read from --namespace of the cluster `KUBECONFIG` names (it
+    /// must have opted in, as for the provisioner).
+    #[arg(long, requires = "image")]
+    pub pull_secret: Option<String>,
+    /// The managers' namespace, where pull secrets are read.
+    #[arg(long, default_value = "olm-system")]
+    pub namespace: String,
     /// The bundle's format.
     #[arg(long, value_enum)]
     pub format: MediaType,
@@ -89,11 +110,19 @@ pub struct RenderArgs {
     /// The most memory one render may hold, in bytes.
     #[arg(long, default_value_t = 256 * 1024 * 1024)]
     pub render_memory_bytes: u64,
+    #[command(flatten)]
+    pub network: NetworkArgs,
+    #[command(flatten)]
+    pub images: ImageArgs,
 }
 
 /// Runs `provisioner render`: the YAML on standard output, or why not (exit code 1).
 pub async fn run(args: &RenderArgs) -> Result<String, String> {
-    let tree = read_dir(&args.dir, args.max_content_bytes)?;
+    let tree = match (&args.dir, &args.image) {
+        (Some(dir), _) => read_dir(dir, args.max_content_bytes)?,
+        (None, Some(image)) => pull(args, image).await?,
+        (None, None) => return Err("name the bundle: a directory, or --image".into()),
+    };
     let format = Format::from(args.format);
     let config = match &args.config {
         None => None,
@@ -178,6 +207,47 @@ pub async fn print(args: &RenderArgs) -> i32 {
             1
         }
     }
+}
+
+/// The files of the image `reference`, pulled as the provisioner pulls them (the layer cache
+/// in a scratch directory). Without a cluster, only what needs no pull secret.
+async fn pull(args: &RenderArgs, reference: &str) -> Result<Tree, String> {
+    let client = match kube::Client::try_default().await {
+        Ok(client) => client,
+        // No cluster: a client that reaches nothing, for images that need no pull secret.
+        Err(_) => {
+            let nowhere = "http://127.0.0.1:9".parse().map_err(|e| format!("{e}"))?;
+            kube::Client::try_from(kube::Config::new(nowhere)).map_err(|e| e.to_string())?
+        }
+    };
+    let cache_dir = tempfile::tempdir().map_err(|e| format!("a layer cache: {e}"))?;
+    let cache = LayerCache::open(cache_dir.path(), args.images.layer_cache_bytes)
+        .map_err(|e| format!("a layer cache: {e}"))?;
+    let ca = args.images.registry_ca()?;
+    let options = args.images.options(
+        &args.network,
+        ca,
+        std::time::Duration::from_secs(120),
+        args.max_content_bytes,
+    );
+    let images = ImageSource::new(client.clone(), args.namespace.clone(), options, cache, None);
+    let budget = UnpackBudget::new(args.max_content_bytes.saturating_mul(2));
+    let fetcher = Fetcher::new(
+        client,
+        args.namespace.clone(),
+        Arc::new(images),
+        budget,
+        args.max_content_bytes,
+    );
+    let wanted = Wanted::Image {
+        reference: reference.to_owned(),
+        pull_secret: args.pull_secret.clone(),
+    };
+    let content = fetcher
+        .fetch(&args.name, &wanted)
+        .await
+        .map_err(|e| format!("pulling {reference}: {e}"))?;
+    Ok(content.tree)
 }
 
 /// The files below `dir` as a bundle tree, at most `max` bytes of them; links are not

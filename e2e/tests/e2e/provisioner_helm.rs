@@ -97,6 +97,32 @@ async fn a_real_chart_from_an_oci_artifact_installs_with_values_upgrades_and_is_
     let root = olm_e2e::repo_root().join(HEADLAMP);
     let v42 = push_chart(&ctx, &root.join("0.42.0"), "headlamp", "0.42.0");
     let v43 = push_chart(&ctx, &root.join("0.43.0"), "headlamp", "0.43.0");
+    // The preview of the artifact, pulled as the provisioner pulls it, is the directory's.
+    let render = |source: &[&str]| {
+        let out = Command::new(olm_e2e::binary("provisioner").unwrap())
+            .arg("render")
+            .args(source)
+            .args([
+                "--format",
+                "helm+v3",
+                "--name",
+                "web",
+                "--allow-loopback-sources",
+            ])
+            .arg("--helm-binary")
+            .arg(olm_e2e::helm::helm().unwrap())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let from_image = render(&["--image", &v42]);
+    assert!(from_image.contains("kind: Deployment"), "{from_image}");
+    assert_eq!(from_image, render(&[root.join("0.42.0").to_str().unwrap()]));
     // Values from a Secret in the managers' namespace, under the opted-in key.
     let secrets: Api<Secret> = Api::namespaced(client.clone(), OLM_NAMESPACE);
     let values_secret = ctx.name("values");
