@@ -435,3 +435,56 @@ async fn hostile_charts_end_as_reasons_and_the_provisioner_carries_on() {
     }
     ctx.cleanup().await.unwrap();
 }
+
+#[tokio::test]
+async fn an_operator_of_a_helm_bundle_gets_a_helm_bundle_deployment_with_its_values() {
+    use olm_e2e::catalogs::unpacked_configmap_catalog;
+    use olm_e2e::manager::{catalogd, operator_controller};
+    use olm_e2e::operators::{
+        bundle_doc, channel_doc, create_operator, package_doc, wait_bd_image, wait_resolved,
+    };
+    let ctx = TestContext::new("op-helm").await.unwrap();
+    catalogd().unwrap();
+    operator_controller().unwrap();
+    let package = ctx.name("chart");
+    // A catalog whose bundle is a chart (olm.bundle.mediatype helm+v3).
+    let catalog = [
+        package_doc(&package, "stable"),
+        channel_doc(&package, "stable", &[("1.0.0", None, None)]),
+        bundle_doc(
+            &package,
+            "1.0.0",
+            "",
+            "- type: olm.bundle.mediatype\n  value: helm+v3\n",
+        ),
+    ]
+    .concat();
+    unpacked_configmap_catalog(&ctx, &ctx.name("charts"), &ctx.name("charts"), &catalog)
+        .await
+        .unwrap();
+    let name = ctx.name("hello");
+    let ops = create_operator(
+        &ctx,
+        &name,
+        json!({"packageName": package, "namespace": ctx.namespace,
+               "values": {"greeting": "from an Operator"},
+               "valuesFrom": [{"kind": "ConfigMap", "name": "hello-values", "optional": true}]}),
+    )
+    .await
+    .unwrap();
+    wait_resolved(&ops, &name, "True", "Success").await.unwrap();
+    let image = olm_e2e::operators::bundle_image(&package, "1.0.0", "");
+    let bd = wait_bd_image(&ctx, &name, &image).await.unwrap();
+    assert_eq!(
+        bd.spec.template.spec.provisioner_class_name,
+        "core-rukpak-io-helm"
+    );
+    let config = serde_json::to_value(bd.spec.config.unwrap()).unwrap();
+    assert_eq!(
+        config,
+        json!({"namespace": ctx.namespace,
+               "values": {"greeting": "from an Operator"},
+               "valuesFrom": [{"kind": "ConfigMap", "name": "hello-values", "optional": true}]})
+    );
+    ctx.cleanup().await.unwrap();
+}
