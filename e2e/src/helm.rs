@@ -13,47 +13,18 @@ pub const RELEASE: &str = "olm";
 /// The helm of the test binaries (`HELM_BIN`, the folder hack/prereqs.sh builds it in), else
 /// the cached one.
 pub fn helm() -> Result<PathBuf> {
-    if let Some(dir) = std::env::var_os("HELM_BIN") {
-        let dir = PathBuf::from(dir);
-        return Ok(if dir.is_dir() { dir.join("helm") } else { dir });
-    }
-    cached("helm")
-        .ok_or_else(|| Error::Cluster("no HELM_BIN and no cached helm: run hack/test.sh".into()))
+    Ok(olm_testkit::testbin::program("helm")?)
 }
 
-/// The kustomize of the test binaries (`KUSTOMIZE_BIN`, the folder hack/prereqs.sh builds it
-/// in), else the cached one: what the provisioner runs for kustomize bundles.
+/// The kustomize of the test binaries (`KUSTOMIZE_BIN`), else the cached one: what the
+/// provisioner runs for kustomize bundles.
 pub fn kustomize() -> Result<PathBuf> {
-    if let Some(dir) = std::env::var_os("KUSTOMIZE_BIN") {
-        let dir = PathBuf::from(dir);
-        return Ok(if dir.is_dir() {
-            dir.join("kustomize")
-        } else {
-            dir
-        });
-    }
-    cached("kustomize").ok_or_else(|| {
-        Error::Cluster("no KUSTOMIZE_BIN and no cached kustomize: run hack/test.sh".into())
-    })
+    Ok(olm_testkit::testbin::program("kustomize")?)
 }
 
 /// The tool `name` of the cached test binaries (`~/.cache/olm-rs/testbin/<build>/<name>`).
 pub fn cached(name: &str) -> Option<PathBuf> {
-    let cache = std::env::var_os("OLM_TESTBIN_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            std::env::var_os("HOME")
-                .map(PathBuf::from)
-                .unwrap_or_default()
-                .join(".cache/olm-rs/testbin")
-        });
-    std::fs::read_dir(&cache)
-        .ok()
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path().join(name))
-        .find(|p| p.exists())
+    olm_testkit::testbin::cached(name)
 }
 
 /// Runs the real `kubectl args` (built with the control plane) against the test cluster; its

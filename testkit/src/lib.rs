@@ -12,6 +12,7 @@
 //!   [`images`]: catalog images and layers pushed to it; [`manager_image`]: the managers'
 //!   images assembled from the cargo build, with no daemon.
 //! * [`memory`]: this process's RSS and peak (memory-bound tests, benchmarks).
+//! * [`testbin`]: the programs tools/testbin/build.sh builds (helm, kustomize, kubectl).
 
 pub mod git;
 pub mod images;
@@ -21,6 +22,7 @@ pub mod process;
 pub mod registry;
 pub mod serve;
 pub mod ssh;
+pub mod testbin;
 pub mod tls;
 
 use std::path::PathBuf;

@@ -32,34 +32,12 @@ const WAIT: Duration = Duration::from_secs(90);
 /// OCI chart artifact under `<namespace>/charts`; its reference (`…/charts/<name>:<version>`).
 fn push_chart(ctx: &TestContext, dir: &Path, name: &str, version: &str) -> String {
     let registry = olm_e2e::registry::plain().unwrap();
-    let helm = olm_e2e::helm::helm().unwrap();
-    let home = tempfile::tempdir().unwrap();
-    let run = |args: &[&str]| {
-        let out = Command::new(&helm)
-            .args(args)
-            .env("HOME", home.path())
-            .env("HELM_CONFIG_HOME", home.path().join("config"))
-            .env("HELM_CACHE_HOME", home.path().join("cache"))
-            .env("HELM_DATA_HOME", home.path().join("data"))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "helm {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    let out = home.path().join("packages");
-    run(&[
-        "package",
-        dir.to_str().unwrap(),
-        "-d",
-        out.to_str().unwrap(),
-    ]);
-    let package = out.join(format!("{name}-{version}.tgz"));
+    let out = tempfile::tempdir().unwrap();
+    let out = out.path().to_str().unwrap();
+    olm_e2e::helm::helm_run(&["package", dir.to_str().unwrap(), "-d", out]).unwrap();
+    let package = format!("{out}/{name}-{version}.tgz");
     let target = format!("oci://{}/{}/charts", registry.host, ctx.namespace);
-    run(&["push", package.to_str().unwrap(), &target, "--plain-http"]);
+    olm_e2e::helm::helm_run(&["push", &package, &target, "--plain-http"]).unwrap();
     format!(
         "{}/{}/charts/{name}:{version}",
         registry.host, ctx.namespace

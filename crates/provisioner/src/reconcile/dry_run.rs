@@ -16,7 +16,7 @@ use crate::settings::Settings;
 use crate::source::{Format, Wanted};
 use crate::status::{Attempt, Installed};
 
-use super::{Context, Error, Rendering, read};
+use super::{Context, Error, Rendering, read, values_of};
 
 /// The field manager of `status.dryRun`.
 pub const DRY_RUN_MANAGER: &str = "olm-provisioner-dry-run";
@@ -89,18 +89,7 @@ async fn preview(
     source: &Wanted,
     settings: &Settings,
 ) -> Result<crate::dry_run::Preview, Attempt> {
-    let values = match format {
-        Format::Helm => ctx
-            .fetcher
-            .values(&settings.values.from)
-            .await
-            .map(|from| crate::values::layers(&settings.values, from))
-            .map_err(|e| Attempt::Invalid {
-                reason: e.reason,
-                message: e.message,
-            })?,
-        _ => Vec::new(),
-    };
+    let values = values_of(ctx, format, settings).await?;
     let rendering = Rendering {
         format,
         settings,

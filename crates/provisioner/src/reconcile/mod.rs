@@ -454,20 +454,9 @@ async fn install(
 ) -> (Attempt, Option<Duration>) {
     // A chart's values are read each time: a Secret or ConfigMap of `valuesFrom` may have
     // changed, and other values are another render.
-    let values = match format {
-        Format::Helm => match ctx.fetcher.values(&settings.values.from).await {
-            Ok(from) => crate::values::layers(&settings.values, from),
-            Err(e) => {
-                return (
-                    Attempt::Invalid {
-                        reason: e.reason,
-                        message: e.message,
-                    },
-                    None,
-                );
-            }
-        },
-        _ => Vec::new(),
+    let values = match values_of(ctx, format, settings).await {
+        Ok(values) => values,
+        Err(attempt) => return (attempt, None),
     };
     let values_hash = crate::values::hash(&values);
     let held = ctx.held(&owner.name, &wanted.bundle, &values_hash);
@@ -507,6 +496,27 @@ async fn install(
         ctx, bd, owner, &rendering, source, wanted, held, current, prepared,
     )
     .await
+}
+
+/// A chart's values in merge order (`valuesFrom` read now, then the inline values); none for
+/// other formats.
+async fn values_of(
+    ctx: &Context,
+    format: Format,
+    settings: &Settings,
+) -> Result<Vec<crate::values::Layer>, Attempt> {
+    if format != Format::Helm {
+        return Ok(Vec::new());
+    }
+    let from = ctx
+        .fetcher
+        .values(&settings.values.from)
+        .await
+        .map_err(|e| Attempt::Invalid {
+            reason: e.reason,
+            message: e.message,
+        })?;
+    Ok(crate::values::layers(&settings.values, from))
 }
 
 /// What a template's content is made into: its format, what `spec.config` asks, and a chart's

@@ -19,28 +19,7 @@ pub fn bundle_tree(dir: &Path) -> Tree {
     tree
 }
 
-/// The test binary `name` (`helm`, `kustomize`) that hack/test.sh builds: in `$<NAME>_BIN`
-/// (its directory) when set, else in the test-binary cache (`~/.cache/olm-rs/testbin/*/`,
-/// or `$OLM_TESTBIN_CACHE`). Missing, the test fails saying how to build it.
+/// The test binary `name` (`helm`, `kustomize`) that hack/test.sh builds.
 pub fn testbin(name: &str) -> std::path::PathBuf {
-    let var = format!("{}_BIN", name.to_uppercase());
-    if let Some(dir) = std::env::var_os(&var) {
-        let dir = std::path::PathBuf::from(dir);
-        return if dir.is_dir() { dir.join(name) } else { dir };
-    }
-    let cache = std::env::var_os("OLM_TESTBIN_CACHE")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-                .join(".cache/olm-rs/testbin")
-        });
-    std::fs::read_dir(&cache)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path().join(name))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| {
-            panic!("no {name}: set {var} or run tools/testbin/build.sh {name} (hack/test.sh does)")
-        })
+    olm_testkit::testbin::program(name).unwrap_or_else(|e| panic!("{e}"))
 }

@@ -12,35 +12,12 @@ use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use olm_api::bundle_deployment::BundleDeployment;
 use olm_e2e::demo::{apply_docs, command, get, sample, step};
+use olm_e2e::helm::helm_run;
 use olm_e2e::registry::Registry;
 use olm_e2e::wait;
 
 const WAIT: Duration = Duration::from_secs(120);
 const NS: &str = "hello";
-
-/// Runs the real helm with `args` and a home of its own; what it printed.
-fn helm(home: &Path, args: &[&str]) -> Result<String> {
-    let out = Command::new(olm_e2e::helm::helm()?)
-        .args(args)
-        .env("HOME", home)
-        .env("HELM_CONFIG_HOME", home.join("config"))
-        .env("HELM_CACHE_HOME", home.join("cache"))
-        .env("HELM_DATA_HOME", home.join("data"))
-        .output()
-        .context("running helm")?;
-    anyhow::ensure!(
-        out.status.success(),
-        "helm {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    // helm push says what it pushed on standard error.
-    Ok(format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    ))
-}
 
 /// Step `n`: the hello chart through the provisioner.
 pub async fn helm_chart(
@@ -55,30 +32,23 @@ pub async fn helm_chart(
     );
     let chart = dir.join("charts/hello");
     let home = tempfile::tempdir()?;
-    let packages = home.path().join("packages");
-    let packages = packages.to_string_lossy();
+    let packages = home.path().to_string_lossy();
     command(&format!("helm package {} -d /tmp", chart.display()));
     print!(
         "{}",
-        helm(
-            home.path(),
-            &["package", &chart.to_string_lossy(), "-d", &packages]
-        )?
+        helm_run(&["package", &chart.to_string_lossy(), "-d", &packages])?
     );
     let target = format!("oci://{}/charts", registry.host);
     command(&format!(
         "helm push /tmp/hello-1.0.0.tgz {target} --plain-http"
     ));
-    let pushed = helm(
-        home.path(),
-        &[
-            "push",
-            &format!("{packages}/hello-1.0.0.tgz"),
-            &target,
-            "--plain-http",
-        ],
-    )?;
-    print!("{pushed}");
+    helm_run(&[
+        "push",
+        &format!("{packages}/hello-1.0.0.tgz"),
+        &target,
+        "--plain-http",
+    ])?;
+    println!("Pushed: {}/charts/hello:1.0.0", registry.host);
 
     let docs = sample(&dir.join("bundledeployment-helm.yaml"))?;
     let text = serde_json::to_string(docs.first().context("an empty sample")?)?
