@@ -88,6 +88,11 @@ impl ValuesReference {
     }
 }
 
+/// The label a Secret or ConfigMap of the managers' namespace carries, with the value
+/// `"true"`, to be read as a chart's values: that namespace also holds credentials and the
+/// provisioner's CA keys, which a `valuesFrom` must not be able to render into a chart's objects.
+pub const VALUES_LABEL: &str = "olm-rs.io/values";
+
 /// The key a [`ValuesReference`] reads when it names none (Flux's HelmRelease default).
 pub const DEFAULT_VALUES_KEY: &str = "values.yaml";
 

@@ -119,7 +119,8 @@ pub struct OperatorSpec {
     #[schemars(schema_with = "crate::schema::any_schema")]
     pub values: Option<serde_json::Value>,
     /// Secrets and ConfigMaps in the managers' namespace whose keys hold more of a chart's
-    /// values, merged in order (Flux's HelmRelease `valuesFrom`).
+    /// values, merged in order (Flux's HelmRelease `valuesFrom`); each must carry the label
+    /// `olm-rs.io/values=true`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 32))]
     pub values_from: Option<Vec<crate::bundle_deployment::ValuesReference>>,

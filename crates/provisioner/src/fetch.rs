@@ -10,15 +10,13 @@ use catalogd_sources::SourceError;
 use catalogd_sources::budget::{Reserve, Share, UnpackBudget};
 use catalogd_sources::image::{ImageRequest, ImageSource, Pulled};
 use catalogd_sources::scope::User;
-use std::collections::BTreeMap;
-
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::{Api, Client};
 use olm_api::bundle_deployment::{ValuesKind, ValuesReference};
 
 use crate::bundle::Tree;
 use crate::source::{self, Wanted};
-use crate::values::{Layer, ValuesError};
+use crate::values::{Found, Layer, ValuesError};
 
 /// A template's content.
 #[derive(Debug, Clone)]
@@ -112,18 +110,18 @@ impl Fetcher {
                     reference.kind, self.namespace, reference.name
                 ),
             };
-            let data: Option<BTreeMap<String, Vec<u8>>> = match reference.kind {
+            let found: Option<Found> = match reference.kind {
                 ValuesKind::Secret => {
                     let api: Api<Secret> = Api::namespaced(self.client.clone(), &self.namespace);
                     api.get_opt(&reference.name)
                         .await
                         .map_err(read_error)?
                         .map(|s| {
-                            s.data
-                                .unwrap_or_default()
-                                .into_iter()
-                                .map(|(k, v)| (k, v.0))
-                                .collect()
+                            let data = s.data.unwrap_or_default();
+                            Found::of(
+                                s.metadata.labels.as_ref(),
+                                data.into_iter().map(|(k, v)| (k, v.0)).collect(),
+                            )
                         })
                 }
                 ValuesKind::ConfigMap => {
@@ -132,15 +130,17 @@ impl Fetcher {
                         .await
                         .map_err(read_error)?
                         .map(|m| {
-                            m.data
-                                .unwrap_or_default()
-                                .into_iter()
-                                .map(|(k, v)| (k, v.into_bytes()))
-                                .collect()
+                            let data = m.data.unwrap_or_default();
+                            Found::of(
+                                m.metadata.labels.as_ref(),
+                                data.into_iter().map(|(k, v)| (k, v.into_bytes())).collect(),
+                            )
                         })
                 }
             };
-            if let Some(layer) = crate::values::layer(index, reference, data.as_ref())? {
+            if let Some(layer) =
+                crate::values::layer(index, reference, &self.namespace, found.as_ref())?
+            {
                 bytes = bytes.saturating_add(layer.content.len() as u64);
                 if bytes > self.max_content_bytes {
                     return Err(ValuesError {

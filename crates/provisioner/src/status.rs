@@ -68,6 +68,8 @@ pub mod reasons {
     pub const INVALID_VALUES: &str = "InvalidValues";
     /// A `valuesFrom` entry names a Secret, ConfigMap or key that does not exist.
     pub const VALUES_NOT_FOUND: &str = "ValuesNotFound";
+    /// A `valuesFrom` entry names a Secret or ConfigMap not labelled `olm-rs.io/values=true`.
+    pub const VALUES_NOT_ALLOWED: &str = "ValuesNotAllowed";
     /// Helm or kustomize refused to render the bundle (the message is theirs).
     pub const RENDER_FAILED: &str = "RenderFailed";
     /// Rendering ran past its time, memory or output limit and was stopped.

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use olm_api::bundle_deployment::{BundleDeployment, ValuesKind, ValuesReference};
+use olm_api::bundle_deployment::{BundleDeployment, VALUES_LABEL, ValuesKind, ValuesReference};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -43,12 +43,35 @@ pub fn reads(bd: &BundleDeployment, kind: ValuesKind, name: &str) -> bool {
         .any(|r| r.kind == kind && r.name == name)
 }
 
-/// The layer of `valuesFrom[index]`, given the data of the object it names (`None`: there is
-/// no such object); `None` when it is optional and missing.
+/// A Secret or ConfigMap a `valuesFrom` entry names, as found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Found {
+    /// Whether it carries [`VALUES_LABEL`]`=true`.
+    pub opted_in: bool,
+    /// Its keys and their bytes.
+    pub data: BTreeMap<String, Vec<u8>>,
+}
+
+impl Found {
+    /// An object with `labels` and `data`.
+    pub fn of(labels: Option<&BTreeMap<String, String>>, data: BTreeMap<String, Vec<u8>>) -> Found {
+        Found {
+            opted_in: labels
+                .and_then(|l| l.get(VALUES_LABEL))
+                .is_some_and(|v| v == "true"),
+            data,
+        }
+    }
+}
+
+/// The layer of `valuesFrom[index]` in `namespace`, given the object it names (`None`: there
+/// is no such object); `None` when it is optional and missing. An object that did not opt in
+/// is refused, optional or not: it exists, and reading it is what must not happen.
 pub fn layer(
     index: usize,
     reference: &ValuesReference,
-    data: Option<&BTreeMap<String, Vec<u8>>>,
+    namespace: &str,
+    found: Option<&Found>,
 ) -> Result<Option<Layer>, ValuesError> {
     let kind = match reference.kind {
         ValuesKind::Secret => "Secret",
@@ -71,10 +94,21 @@ pub fn layer(
             })
         }
     };
-    let Some(data) = data else {
+    let Some(found) = found else {
         return missing(format!("{kind} {} does not exist", reference.name));
     };
-    match data.get(reference.key()) {
+    if !found.opted_in {
+        return Err(ValuesError {
+            reason: reasons::VALUES_NOT_ALLOWED,
+            message: format!(
+                "{name}: {kind} {namespace}/{} is not labelled {VALUES_LABEL}=true, so it is not read (the managers' namespace also holds credentials and keys); label it to opt in: kubectl label {} -n {namespace} {} {VALUES_LABEL}=true",
+                reference.name,
+                kind.to_lowercase(),
+                reference.name
+            ),
+        });
+    }
+    match found.data.get(reference.key()) {
         Some(content) => Ok(Some(Layer {
             name,
             content: content.clone(),
@@ -142,10 +176,18 @@ mod tests {
         assert!(!reads(&bd, ValuesKind::Secret, "c"));
     }
 
+    fn opted_in(data: BTreeMap<String, Vec<u8>>) -> Found {
+        let labels = BTreeMap::from([(VALUES_LABEL.to_owned(), "true".to_owned())]);
+        Found::of(Some(&labels), data)
+    }
+
     #[test]
     fn a_layer_is_the_named_key_of_the_named_object() {
-        let data = BTreeMap::from([("values.yaml".to_owned(), b"a: 1".to_vec())]);
-        let got = layer(0, &reference(false, None), Some(&data)).unwrap();
+        let data = opted_in(BTreeMap::from([(
+            "values.yaml".to_owned(),
+            b"a: 1".to_vec(),
+        )]));
+        let got = layer(0, &reference(false, None), "olm-system", Some(&data)).unwrap();
         assert_eq!(
             got,
             Some(Layer {
@@ -156,22 +198,61 @@ mod tests {
     }
 
     #[test]
+    fn an_object_that_did_not_opt_in_is_never_read() {
+        let data = BTreeMap::from([("values.yaml".to_owned(), b"key: secret".to_vec())]);
+        for found in [
+            Found::of(None, data.clone()),
+            Found::of(
+                Some(&BTreeMap::from([(
+                    VALUES_LABEL.to_owned(),
+                    "yes".to_owned(),
+                )])),
+                data,
+            ),
+        ] {
+            for optional in [false, true] {
+                let err =
+                    layer(0, &reference(optional, None), "olm-system", Some(&found)).unwrap_err();
+                assert_eq!(err.reason, reasons::VALUES_NOT_ALLOWED);
+                assert!(
+                    err.message.contains(
+                        "kubectl label secret -n olm-system shop-values olm-rs.io/values=true"
+                    ),
+                    "{err}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn missing_values_are_a_reason_unless_optional() {
-        let data = BTreeMap::new();
-        let err = layer(2, &reference(false, Some("prod.yaml")), Some(&data)).unwrap_err();
+        let data = opted_in(BTreeMap::new());
+        let err = layer(
+            2,
+            &reference(false, Some("prod.yaml")),
+            "olm-system",
+            Some(&data),
+        )
+        .unwrap_err();
         assert_eq!(err.reason, reasons::VALUES_NOT_FOUND);
         assert!(
             err.message
                 .starts_with("valuesFrom[2] (Secret shop-values, key prod.yaml): Secret shop-values has no key prod.yaml"),
             "{err}"
         );
-        let err = layer(0, &reference(false, None), None).unwrap_err();
+        let err = layer(0, &reference(false, None), "olm-system", None).unwrap_err();
         assert!(
             err.message.contains("Secret shop-values does not exist"),
             "{err}"
         );
-        assert_eq!(layer(0, &reference(true, None), None), Ok(None));
-        assert_eq!(layer(0, &reference(true, None), Some(&data)), Ok(None));
+        assert_eq!(
+            layer(0, &reference(true, None), "olm-system", None),
+            Ok(None)
+        );
+        assert_eq!(
+            layer(0, &reference(true, None), "olm-system", Some(&data)),
+            Ok(None)
+        );
     }
 
     #[test]

@@ -101,7 +101,7 @@ async fn a_real_chart_from_an_oci_artifact_installs_with_values_upgrades_and_is_
     let from_image = render(&["--image", &v42]);
     assert!(from_image.contains("kind: Deployment"), "{from_image}");
     assert_eq!(from_image, render(&[root.join("0.42.0").to_str().unwrap()]));
-    // Values from a Secret in the managers' namespace, under the opted-in key.
+    // Values from a Secret in the managers' namespace: read only once it opts in.
     let secrets: Api<Secret> = Api::namespaced(client.clone(), OLM_NAMESPACE);
     let values_secret = ctx.name("values");
     let secret: Secret = serde_json::from_value(ctx.labelled(json!({
@@ -126,6 +126,37 @@ async fn a_real_chart_from_an_oci_artifact_installs_with_values_upgrades_and_is_
     bds.create(&PostParams::default(), &helm_bd(&ctx, &name, &v42, first))
         .await
         .unwrap();
+    let unlabelled = wait_for(&bds, &name, "refused", WAIT, |bd| {
+        condition(bd, "HasValidBundle").is_some_and(|(_, r, _)| r == "ValuesNotAllowed")
+    })
+    .await
+    .unwrap();
+    let (_, _, message) = condition(Some(&unlabelled), "HasValidBundle").unwrap();
+    assert!(
+        message.contains(&format!(
+            "kubectl label secret -n {OLM_NAMESPACE} {values_secret} olm-rs.io/values=true"
+        )),
+        "{message}"
+    );
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ctx.namespace);
+    assert!(
+        deployments
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    // Labelled, it is read: the Secret's watch brings the BundleDeployment back at once.
+    let label = json!({"metadata": {"labels": {"olm-rs.io/values": "true"}}});
+    secrets
+        .patch(
+            &values_secret,
+            &PatchParams::default(),
+            &Patch::Merge(&label),
+        )
+        .await
+        .unwrap();
     let installed = wait_for(&bds, &name, "installed", WAIT, |bd| {
         condition(bd, "Installed").is_some_and(|(s, _, _)| s == "True")
     })
@@ -140,7 +171,6 @@ async fn a_real_chart_from_an_oci_artifact_installs_with_values_upgrades_and_is_
     );
     // What the chart renders, where it renders it: the release is the BundleDeployment.
     let fullname = format!("{name}-headlamp");
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ctx.namespace);
     let deployment = deployments.get(&fullname).await.unwrap();
     assert_eq!(deployment.spec.as_ref().unwrap().replicas, Some(2));
     assert!(
