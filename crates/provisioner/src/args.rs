@@ -101,12 +101,15 @@ pub struct Args {
 }
 
 impl Args {
-    /// What one render may use (its output: at most the largest bundle).
+    /// What one render may use: its output at most the largest bundle, and no more than the
+    /// unpack budget can hold while it is parsed (so a longer one is stopped as it is printed,
+    /// with a reason, not refused after it was read whole).
     pub fn render_limits(&self) -> crate::render::limits::Limits {
+        let parsable = self.unpack_budget_bytes / crate::fetch::PARSE_FACTOR;
         crate::render::limits::Limits {
             time: std::time::Duration::from_secs(self.render_timeout_seconds),
             memory: self.render_memory_bytes,
-            output: self.max_content_bytes,
+            output: self.max_content_bytes.min(parsable),
         }
     }
 

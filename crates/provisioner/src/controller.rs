@@ -13,7 +13,7 @@ use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use olm_api::bundle_deployment::BundleDeployment;
-use olm_api::bundle_deployment::ValuesKind;
+use olm_api::bundle_deployment::{VALUES_LABEL, ValuesKind};
 use olm_runtime::controller::Run;
 use olm_runtime::{Metrics, ReadinessHandle};
 use tokio_util::sync::CancellationToken;
@@ -53,17 +53,19 @@ pub async fn run(
         .reflect(writer)
         .touched_objects();
     // A chart's values read from a Secret or ConfigMap of the managers' namespace: a change
-    // of one renders again what names it (their metadata is watched, never their content).
+    // of one renders again what names it (the metadata of those that opted in is watched,
+    // never their content; one labelled later enters the watch, which is a change too).
     let namespace = ctx.fetcher.namespace().to_owned();
+    let opted_in = watcher::Config::default().labels(&format!("{VALUES_LABEL}=true"));
     let secrets = watcher(
         Api::<PartialObjectMeta<Secret>>::namespaced(ctx.client.clone(), &namespace),
-        watcher::Config::default(),
+        opted_in.clone(),
     )
     .default_backoff()
     .touched_objects();
     let config_maps = watcher(
         Api::<PartialObjectMeta<ConfigMap>>::namespaced(ctx.client.clone(), &namespace),
-        watcher::Config::default(),
+        opted_in,
     )
     .default_backoff()
     .touched_objects();

@@ -38,10 +38,11 @@ impl Input<'_> {
     }
 }
 
-/// The objects of a plain+v0 or registry+v1 bundle (`None` for a format a tool renders).
-pub fn converted(input: &Input<'_>) -> Option<Result<Rendered, Attempt>> {
+/// The objects of a plain+v0 or registry+v1 bundle (refused for a format a tool renders:
+/// [`tool_output`] and [`tool_objects`] make those).
+pub fn converted(input: &Input<'_>) -> Result<Rendered, Attempt> {
     let tree = input.tree;
-    Some(match input.format {
+    match input.format {
         Format::Plain => plain::objects(tree)
             .map(|objects| Rendered {
                 objects,
@@ -59,14 +60,18 @@ pub fn converted(input: &Input<'_>) -> Option<Result<Rendered, Attempt>> {
                 message: format!("convert registry+v1 bundle to plain+v0 bundle: {e}"),
             },
         }),
-        Format::Helm | Format::Kustomize => return None,
-    })
+        Format::Helm | Format::Kustomize => Err(Attempt::Invalid {
+            reason: crate::source::reasons::UNSUPPORTED_FORMAT,
+            message: "a chart or a kustomization is rendered by its tool, not converted".into(),
+        }),
+    }
 }
 
 /// What the tool of `input`'s format prints for it.
 pub async fn tool_output(renderer: &Renderer, input: &Input<'_>) -> Result<Vec<u8>, Attempt> {
     let settings = input.settings;
     let output = match input.format {
+        Format::Plain | Format::Registry => return converted(input).map(|_| Vec::new()),
         Format::Helm => {
             let namespace = settings
                 .namespace
@@ -76,7 +81,7 @@ pub async fn tool_output(renderer: &Renderer, input: &Input<'_>) -> Result<Vec<u
                 .helm(input.tree, input.release, namespace, input.values)
                 .await
         }
-        _ => {
+        Format::Kustomize => {
             renderer
                 .kustomize(input.tree, settings.directory.as_deref())
                 .await
@@ -94,7 +99,8 @@ pub async fn tool_objects(
 ) -> Result<Vec<Object>, Attempt> {
     let tool = match input.format {
         Format::Helm => "helm template",
-        _ => "kustomize build",
+        Format::Kustomize => "kustomize build",
+        Format::Plain | Format::Registry => "the conversion",
     };
     let objects = rendered::objects(output).map_err(|e| Attempt::Invalid {
         reason: reasons::BUNDLE_LOAD_FAILED,
@@ -113,8 +119,8 @@ pub async fn tool_objects(
 
 /// The objects of any bundle (without the unpack budget: for a preview).
 pub async fn objects(renderer: &Renderer, input: &Input<'_>) -> Result<Rendered, Attempt> {
-    if let Some(converted) = converted(input) {
-        return converted;
+    if !input.rendered_by_a_tool() {
+        return converted(input);
     }
     let output = tool_output(renderer, input).await?;
     Ok(Rendered {

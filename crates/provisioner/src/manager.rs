@@ -107,6 +107,14 @@ impl Manager for Provisioner {
             cache,
             Some(prepared.image_metrics.clone()),
         );
+        // Scratch directories a render left when the provisioner was killed: nothing of them
+        // is used again.
+        let scratch = args.cache_dir.join("render");
+        if let Err(e) = std::fs::remove_dir_all(&scratch)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(path = %scratch.display(), error = %e, "could not remove old render directories");
+        }
         let (drift, drifted) = Drift::new(client.clone(), rt.shutdown.clone());
         let drift = drift.scoped(
             args.namespaces().only(),
@@ -138,7 +146,7 @@ impl Manager for Provisioner {
                     &args.kustomize_binary,
                     args.render_limits(),
                     usize::from(args.render_concurrency),
-                    args.cache_dir.join("render"),
+                    scratch,
                     Cluster::Discovered(Discovered::new(client.clone())),
                 ),
             )

@@ -105,10 +105,10 @@ pub struct RenderArgs {
     #[arg(long, default_value_t = 64 * 1024 * 1024)]
     pub max_content_bytes: u64,
     /// How long one render may run, in seconds.
-    #[arg(long, default_value_t = 60)]
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
     pub render_timeout_seconds: u64,
     /// The most memory one render may hold, in bytes.
-    #[arg(long, default_value_t = 256 * 1024 * 1024)]
+    #[arg(long, default_value_t = 256 * 1024 * 1024, value_parser = clap::value_parser!(u64).range(16 * 1024 * 1024..))]
     pub render_memory_bytes: u64,
     #[command(flatten)]
     pub network: NetworkArgs,
@@ -216,7 +216,9 @@ async fn pull(args: &RenderArgs, reference: &str) -> Result<Tree, String> {
         Ok(client) => client,
         // No cluster: a client that reaches nothing, for images that need no pull secret.
         Err(_) => {
-            let nowhere = "http://127.0.0.1:9".parse().map_err(|e| format!("{e}"))?;
+            let nowhere = crate::render::sandbox::NO_PROXY_HERE
+                .parse()
+                .map_err(|e| format!("{e}"))?;
             kube::Client::try_from(kube::Config::new(nowhere)).map_err(|e| e.to_string())?
         }
     };

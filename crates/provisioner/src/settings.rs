@@ -208,9 +208,9 @@ fn directory(config: &Map<String, Value>) -> Result<Option<String>, Refusal> {
     match config.get(DIRECTORY) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(dir)) => {
-            if dir.starts_with('/') || dir.split('/').any(|c| c == "..") {
+            if dir.starts_with('/') || dir.split('/').any(|c| c == ".." || c.starts_with('-')) {
                 return Err(refuse(format!(
-                    "{DIRECTORY:?} {dir:?} leaves the bundle: it must be a relative path without \"..\""
+                    "{DIRECTORY:?} {dir:?} is not a directory of the bundle: it must be a relative path without \"..\" or a part starting with \"-\""
                 )));
             }
             let dir = dir.trim_end_matches('/').trim_start_matches("./");

@@ -77,10 +77,16 @@ pub struct Job<'a> {
 
 /// `helm`'s arguments for `job`.
 pub fn args(job: &Job<'_>) -> Vec<String> {
+    // The chart's directory is the bundle's to name: as `./<dir>`, never taken for a flag.
+    let chart = if job.chart == "." {
+        ".".to_owned()
+    } else {
+        format!("./{}", job.chart)
+    };
     let mut args: Vec<String> = [
         "template",
         job.release,
-        job.chart,
+        &chart,
         "--namespace",
         job.namespace,
         "--include-crds",
@@ -116,7 +122,9 @@ pub fn refusal(stderr: &str, names: &[(String, String)]) -> HelmError {
         );
         reasons::DEPENDENCY_NOT_VENDORED
     } else if message.contains("failed to parse")
-        && names.iter().any(|(_, n)| message.contains(n.as_str()))
+        && names
+            .iter()
+            .any(|(_, n)| !n.is_empty() && message.contains(n.as_str()))
     {
         reasons::INVALID_VALUES
     } else {
@@ -176,8 +184,14 @@ mod tests {
         };
         assert_eq!(
             args(&job).join(" "),
-            "template shop demo --namespace shop-ns --include-crds --no-hooks --kube-version v1.36.3 --api-versions apps/v1,v1 --values /s/values-0.yaml --values /s/values-1.yaml"
+            "template shop ./demo --namespace shop-ns --include-crds --no-hooks --kube-version v1.36.3 --api-versions apps/v1,v1 --values /s/values-0.yaml --values /s/values-1.yaml"
         );
+        // A directory named like a flag stays a path.
+        let flag = Job {
+            chart: "--enable-dns",
+            ..job.clone()
+        };
+        assert_eq!(args(&flag)[2], "./--enable-dns");
         // Never: DNS, validation against a cluster, a repository, post-renderers.
         for flag in [
             "--enable-dns",
@@ -223,6 +237,12 @@ mod tests {
         );
         assert_eq!(deps.reason, reasons::DEPENDENCY_NOT_VENDORED);
         assert!(deps.message.contains("vendor the chart's dependencies"));
+        // A template Helm cannot parse is the chart's fault, not the values'.
+        let chart = refusal(
+            "Error: parse error at (demo/templates/a.yaml:3): failed to parse template",
+            &[("/tmp/render-x/bundle/".to_owned(), String::new())],
+        );
+        assert_eq!(chart.reason, reasons::RENDER_FAILED);
         let template = refusal(
             "Error: template: demo/templates/a.yaml:3:5: executing \"demo/templates/a.yaml\" at <fail \"no\">: error calling fail: no",
             &names,

@@ -16,7 +16,7 @@ use crate::settings::Settings;
 use crate::source::{Format, Wanted};
 use crate::status::{Attempt, Installed};
 
-use super::{Context, Error, Rendering, read, values_of};
+use super::{Context, Error, Rendering, before_sync, read, values_of};
 
 /// The field manager of `status.dryRun`.
 pub const DRY_RUN_MANAGER: &str = "olm-provisioner-dry-run";
@@ -38,7 +38,7 @@ pub async fn run(
     wanted: &Installed,
     settings: &Settings,
 ) -> Result<(), Error> {
-    let dry_run = match preview(ctx, owner, format, source, settings).await {
+    let dry_run = match preview(ctx, bd, owner, format, source, settings).await {
         Ok(preview) => preview.status(&wanted.bundle),
         Err(attempt) => DryRun {
             bundle: wanted.bundle.clone(),
@@ -84,6 +84,7 @@ pub async fn clear(ctx: &Context, bd: &BundleDeployment) -> Result<(), Error> {
 
 async fn preview(
     ctx: &Context,
+    bd: &BundleDeployment,
     owner: &Owner,
     format: Format,
     source: &Wanted,
@@ -108,6 +109,8 @@ async fn preview(
         Some(injection) => crate::certs::inject(rendered.objects, &rendered.serving, &injection),
         None => rendered.objects,
     };
+    // What would stop the sync stops the dry run, with the same words.
+    before_sync(ctx, bd, owner, format, settings, &objects).await?;
     ctx.applier
         .preview(owner, &objects)
         .await

@@ -178,8 +178,8 @@ pub struct Held {
     pub serving: Arc<Vec<Serving>>,
     /// For an image, the reference by the digest pulled.
     pub resolved: Option<String>,
-    /// The hash of the values a chart was rendered with (every value, `valuesFrom`'s too):
-    /// other values render again; the same never do.
+    /// The hash of the values a chart was rendered with (every value, `valuesFrom`'s too) and
+    /// of the capabilities it was told: other ones render again; the same never do.
     pub values: String,
 }
 
@@ -458,7 +458,15 @@ async fn install(
         Ok(values) => values,
         Err(attempt) => return (attempt, None),
     };
-    let values_hash = crate::values::hash(&values);
+    // What a chart was rendered with: its values, and the cluster `.Capabilities` told it (a
+    // new API served, or an upgraded cluster, renders it again, as `helm upgrade` would).
+    let values_hash = match format {
+        Format::Helm => match ctx.renderer.capabilities().await {
+            Ok(caps) => format!("{}-{}", crate::values::hash(&values), caps.fingerprint()),
+            Err(e) => return (Attempt::UnpackFailed(e.message), None),
+        },
+        _ => crate::values::hash(&values),
+    };
     let held = ctx.held(&owner.name, &wanted.bundle, &values_hash);
     let current = installed_of(bd).as_ref() == Some(wanted);
     // Certificates first, for what is held: other ones than the set was synced with (a
@@ -512,9 +520,13 @@ async fn values_of(
         .fetcher
         .values(&settings.values.from)
         .await
-        .map_err(|e| Attempt::Invalid {
-            reason: e.reason,
-            message: e.message,
+        .map_err(|e| match e.reason {
+            // The API server could not be read: tried again, the bundle is not at fault.
+            catalogd_sources::reasons::UNPACK_FAILED => Attempt::UnpackFailed(e.message),
+            reason => Attempt::Invalid {
+                reason,
+                message: e.message,
+            },
         })?;
     Ok(crate::values::layers(&settings.values, from))
 }
@@ -616,38 +628,10 @@ async fn sync(
     }
     // Forgotten until this sync succeeds: a failed one is followed by a whole sync.
     ctx.synced(&owner.name, None);
-    let namespace_objects = objects
-        .iter()
-        .filter(|o| o.key.group.is_empty() && o.key.kind == "Namespace")
-        .map(|o| o.key.name.clone());
-    // A registry+v1 set's install namespace: the one named, else the one it makes.
-    let home = match format {
-        Format::Registry => settings
-            .namespace
-            .clone()
-            .or_else(|| namespace_objects.clone().next()),
-        // A chart's or kustomization's: the one named (its objects that name none go there).
-        Format::Helm | Format::Kustomize => settings.namespace.clone(),
-        Format::Plain => None,
+    let home = match before_sync(ctx, bd, owner, format, settings, &objects).await {
+        Ok(home) => home,
+        Err(attempt) => return (attempt, due),
     };
-    match ctx.applier.applied_namespaces(owner).await {
-        Ok(installed) => {
-            let wanted: std::collections::BTreeSet<String> =
-                namespace_objects.chain(home.clone()).collect();
-            let allowed = crate::namespace_move::allowed(bd.annotations());
-            if let Some(m) = crate::namespace_move::refusal(&installed, &wanted, allowed) {
-                return (Attempt::NamespaceMove(m), due);
-            }
-        }
-        Err(e) => return (e.into(), due),
-    }
-    if !crate::crd_safety::opted_out(bd.annotations()) {
-        match crate::crd_safety::preflight::preflight(&ctx.client, &owner.name, &objects).await {
-            Ok(()) => {}
-            Err(PreflightError::Unsafe(m)) => return (Attempt::UnsafeCrdUpgrade(m), due),
-            Err(e) => return (Attempt::ApplyFailed(e.to_string()), due),
-        }
-    }
     // What this sync writes, its watch may not have seen yet: health is read afresh after it.
     ctx.forget_health_reads(&owner.name, None);
     let timer = ctx.metrics.apply_duration.start_timer();
@@ -695,6 +679,47 @@ async fn sync(
         }
         Err(e) => (e.into(), due),
     }
+}
+
+/// What is checked before a set is synced (and before a dry run tries it): the install
+/// namespace does not move, and no CRD changes unsafely; the install namespace.
+async fn before_sync(
+    ctx: &Context,
+    bd: &BundleDeployment,
+    owner: &Owner,
+    format: Format,
+    settings: &Settings,
+    objects: &[Object],
+) -> Result<Option<String>, Attempt> {
+    let namespace_objects = objects
+        .iter()
+        .filter(|o| o.key.group.is_empty() && o.key.kind == "Namespace")
+        .map(|o| o.key.name.clone());
+    // A registry+v1 set's install namespace: the one named, else the one it makes.
+    let home = match format {
+        Format::Registry => settings
+            .namespace
+            .clone()
+            .or_else(|| namespace_objects.clone().next()),
+        // A chart's or kustomization's: the one named (its objects that name none go there).
+        Format::Helm | Format::Kustomize => settings.namespace.clone(),
+        Format::Plain => None,
+    };
+    let installed = ctx.applier.applied_namespaces(owner).await?;
+    let wanted: std::collections::BTreeSet<String> =
+        namespace_objects.chain(home.clone()).collect();
+    let allowed = crate::namespace_move::allowed(bd.annotations());
+    if let Some(m) = crate::namespace_move::refusal(&installed, &wanted, allowed) {
+        return Err(Attempt::NamespaceMove(m));
+    }
+    if !crate::crd_safety::opted_out(bd.annotations()) {
+        match crate::crd_safety::preflight::preflight(&ctx.client, &owner.name, objects).await {
+            Ok(()) => {}
+            Err(PreflightError::Unsafe(m)) => return Err(Attempt::UnsafeCrdUpgrade(m)),
+            Err(e) => return Err(Attempt::ApplyFailed(e.to_string())),
+        }
+    }
+    Ok(home)
 }
 
 /// The installed set, as the drift watches see it: nothing is written when nothing moved;
@@ -796,11 +821,6 @@ async fn read(
         .fetch(&owner.name, source)
         .await
         .map_err(|e| Attempt::UnpackFailed(e.to_string()))?;
-    let share = ctx
-        .fetcher
-        .parse_share(content.tree.bytes())
-        .await
-        .map_err(|e| Attempt::UnpackFailed(e.to_string()))?;
     let input = crate::convert::Input {
         format: rendering.format,
         tree: &content.tree,
@@ -809,25 +829,32 @@ async fn read(
         release: &owner.name,
         default_namespace: &ctx.applier.default_namespace,
     };
-    let rendered = match crate::convert::converted(&input) {
-        Some(converted) => converted?,
-        None => {
-            let timer = ctx.metrics.render_duration.start_timer();
-            let output = crate::convert::tool_output(&ctx.renderer, &input).await;
-            timer.observe_duration();
-            let output = output?;
-            // What the tool printed is read within a share of the budget too (a template can
-            // print more than its chart holds).
-            let _output_share = ctx
-                .fetcher
-                .parse_share(output.len() as u64)
-                .await
-                .map_err(|e| Attempt::UnpackFailed(e.to_string()))?;
+    let share = |bytes: u64| async move {
+        ctx.fetcher
+            .parse_share(bytes)
+            .await
+            .map_err(|e| Attempt::UnpackFailed(e.to_string()))
+    };
+    // The files a format converts in process are parsed within a share of the unpack budget;
+    // of a chart or kustomization, only what the tool printed is (one share at a time, so no
+    // reconcile ever waits for a second share while holding a first).
+    let (rendered, share) = if input.rendered_by_a_tool() {
+        let timer = ctx.metrics.render_duration.start_timer();
+        let output = crate::convert::tool_output(&ctx.renderer, &input).await;
+        timer.observe_duration();
+        let output = output?;
+        let share = share(output.len() as u64).await?;
+        let objects = crate::convert::tool_objects(&ctx.renderer, &input, &output).await?;
+        (
             registry::Rendered {
-                objects: crate::convert::tool_objects(&ctx.renderer, &input, &output).await?,
+                objects,
                 serving: Vec::new(),
-            }
-        }
+            },
+            share,
+        )
+    } else {
+        let share = share(content.tree.bytes()).await?;
+        (crate::convert::converted(&input)?, share)
     };
     ctx.allowed
         .check(&rendered.objects)

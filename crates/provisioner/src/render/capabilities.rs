@@ -1,7 +1,8 @@
 //! What a chart is told of the cluster (`.Capabilities`): the Kubernetes version the API
 //! server reports and every API it serves (`group/version`, and `group/version/Kind` for
 //! charts that ask for one kind), read from discovery, as `helm install` reads them. Kept for
-//! [`FRESH`]: a render needs no discovery of its own, and a new CRD is seen soon enough.
+//! [`FRESH`]: a render needs no discovery of its own, and a new API or cluster version is seen
+//! within that (a chart is rendered again when what it was told changed).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -58,6 +59,22 @@ impl Capabilities {
             api_versions,
             scopes,
         }
+    }
+
+    /// A short hash of what a chart is told (the version and the served APIs): equal
+    /// capabilities, equal renders.
+    pub fn fingerprint(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut digest = Sha256::new();
+        digest.update(self.kube_version.as_bytes());
+        for api in &self.api_versions {
+            digest.update(b"\n");
+            digest.update(api.as_bytes());
+        }
+        digest.finalize()[..8]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
     }
 
     /// Whether `kind` of `api_version` is namespaced, when it is served.
@@ -209,5 +226,7 @@ mod tests {
         assert_eq!(builtin.namespaced("v1", "Namespace"), Some(false));
         assert_eq!(builtin.namespaced("apps/v1", "Deployment"), Some(true));
         assert!(builtin.api_versions.contains(&"policy/v1".to_owned()));
+        assert_eq!(caps.fingerprint(), caps.clone().fingerprint());
+        assert_ne!(caps.fingerprint(), builtin.fingerprint());
     }
 }

@@ -144,7 +144,7 @@ impl Renderer {
             reason: e.reason,
             message: e.message,
         })?;
-        if let Some(e) = kustomize::remote(tree) {
+        if let Some(e) = kustomize::remote(tree).or_else(|| kustomize::outside(tree)) {
             return Err(Failure {
                 reason: e.reason,
                 message: e.message,

@@ -102,7 +102,7 @@ impl Scratch {
         limits: &Limits,
     ) -> Result<Vec<u8>, RunError> {
         let home = self.dir.path().join("home");
-        std::fs::create_dir_all(&home)
+        std::fs::create_dir_all(home.join("tmp"))
             .map_err(|e| RunError::Setup(format!("creating the child's home: {e}")))?;
         let at = |sub: &str| home.join(sub).to_string_lossy().into_owned();
         let mut command = Command::new(program);
@@ -119,6 +119,7 @@ impl Scratch {
             .env("HELM_DATA_HOME", at("data/helm"))
             .env("HELM_PLUGINS", at("plugins"))
             .env("KUBECONFIG", at("no-kubeconfig"))
+            .env("TMPDIR", at("tmp"))
             .env("PATH", at("no-programs"))
             .env("HTTP_PROXY", NO_PROXY_HERE)
             .env("HTTPS_PROXY", NO_PROXY_HERE)
@@ -186,8 +187,11 @@ impl Scratch {
         }
         if !status.success() {
             let stderr = String::from_utf8_lossy(&err).trim().to_owned();
-            // Go's runtime says so when the kernel's data limit refused it memory.
-            if stderr.contains("out of memory") || stderr.contains("cannot allocate memory") {
+            // Go's runtime says so when the kernel's data limit refused it memory (a fatal error
+            // of the runtime, not a message a template could print through Helm's `fail`).
+            if stderr.contains("fatal error: runtime: out of memory")
+                || stderr.contains("runtime: cannot allocate memory")
+            {
                 return Err(RunError::Stopped(Stopped::OutOfMemory(limits.memory)));
             }
             return Err(RunError::Failed {
