@@ -94,6 +94,16 @@ pub fn resident(status: &str) -> Option<u64> {
     Some(kb.saturating_mul(1024))
 }
 
+/// Whether a child's standard error says Go's runtime died for want of memory (the kernel's
+/// data limit refused it more): a line of the runtime's own `fatal error:`, never a message a
+/// template prints (Helm prints those after `Error:`).
+pub fn out_of_memory(stderr: &str) -> bool {
+    stderr.lines().any(|line| {
+        line.starts_with("fatal error:")
+            && (line.contains("out of memory") || line.contains("cannot allocate memory"))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,6 +155,24 @@ mod tests {
     #[test]
     fn the_go_limit_is_below_the_hard_one() {
         assert_eq!(LIMITS.go_memory_limit(), 750);
+    }
+
+    #[test]
+    fn only_the_go_runtime_running_out_of_memory_is_out_of_memory() {
+        for died in [
+            "fatal error: runtime: out of memory\n\nruntime stack:\n",
+            "fatal error: out of memory allocating heap arena metadata\n\nruntime stack:\n",
+            "runtime: mmap failed\nfatal error: runtime: cannot allocate memory\n",
+        ] {
+            assert!(out_of_memory(died), "{died}");
+        }
+        for said in [
+            "Error: execution error at (c/templates/t.yaml:1:3): out of memory",
+            "Error: fatal error: out of memory",
+            "",
+        ] {
+            assert!(!out_of_memory(said), "{said}");
+        }
     }
 
     #[test]

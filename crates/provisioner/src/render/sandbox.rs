@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 
-use super::limits::{Limits, MAX_STDERR, Seen, Stopped, resident};
+use super::limits::{Limits, MAX_STDERR, Seen, Stopped, out_of_memory, resident};
 use crate::bundle::Tree;
 
 /// How often a running child is looked at.
@@ -187,11 +187,7 @@ impl Scratch {
         }
         if !status.success() {
             let stderr = String::from_utf8_lossy(&err).trim().to_owned();
-            // Go's runtime says so when the kernel's data limit refused it memory (a fatal error
-            // of the runtime, not a message a template could print through Helm's `fail`).
-            if stderr.contains("fatal error: runtime: out of memory")
-                || stderr.contains("runtime: cannot allocate memory")
-            {
+            if out_of_memory(&stderr) {
                 return Err(RunError::Stopped(Stopped::OutOfMemory(limits.memory)));
             }
             return Err(RunError::Failed {
