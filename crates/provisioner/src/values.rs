@@ -22,15 +22,8 @@ pub struct Layer {
     pub content: Vec<u8>,
 }
 
-/// Why values cannot be read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct ValuesError {
-    /// The condition reason.
-    pub reason: &'static str,
-    /// What is missing.
-    pub message: String,
-}
+/// Why values cannot be read (a refusal: its reason and message).
+pub type ValuesError = crate::source::Refusal;
 
 /// Whether `bd`'s `spec.config.valuesFrom` names the `kind` `name` (whatever its format: a
 /// change of that object is worth a look).

@@ -62,6 +62,18 @@ async fn helm(renderer: &Renderer, tree: &Tree, values: &[Layer]) -> Result<Stri
         .map(|out| String::from_utf8(out).unwrap())
 }
 
+/// `provisioner render <chart> --format helm+v3` with the test's helm and `extra`.
+fn render_command(chart: &Path, extra: &[&std::ffi::OsStr]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_provisioner"))
+        .arg("render")
+        .arg(chart)
+        .args(["--format", "helm+v3", "--helm-binary"])
+        .arg(testbin("helm"))
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
 /// The documents of a YAML stream, as JSON values sorted by kind and name (comparable
 /// whatever order they were printed in).
 fn documents(yaml: &str) -> Vec<Value> {
@@ -98,21 +110,15 @@ fn provisioner_render_prints_what_helm_template_prints() {
         "{}",
         String::from_utf8_lossy(&helm.stderr)
     );
-    let ours = Command::new(env!("CARGO_BIN_EXE_provisioner"))
-        .args([
-            "render",
-            chart.to_str().unwrap(),
-            "--format",
-            "helm+v3",
-            "--name",
-            "shop",
-        ])
-        .arg("--helm-binary")
-        .arg(testbin("helm"))
-        .arg("--values")
-        .arg(&values)
-        .output()
-        .unwrap();
+    let ours = render_command(
+        &chart,
+        &[
+            "--name".as_ref(),
+            "shop".as_ref(),
+            "--values".as_ref(),
+            values.as_os_str(),
+        ],
+    );
     std::fs::remove_file(&values).unwrap();
     assert!(
         ours.status.success(),
@@ -138,23 +144,9 @@ fn provisioner_render_prints_in_apply_order_and_says_why_it_cannot() {
         r#"{"namespace": "shop", "values": {"replicaCount": 0}}"#,
     )
     .unwrap();
-    let refused = Command::new(env!("CARGO_BIN_EXE_provisioner"))
-        .args(["render", chart.to_str().unwrap(), "--format", "helm+v3"])
-        .arg("--helm-binary")
-        .arg(testbin("helm"))
-        .arg("--config")
-        .arg(&config)
-        .output()
-        .unwrap();
+    let refused = render_command(&chart, &["--config".as_ref(), config.as_os_str()]);
     std::fs::write(&config, r#"{"namespace": "shop"}"#).unwrap();
-    let placed = Command::new(env!("CARGO_BIN_EXE_provisioner"))
-        .args(["render", chart.to_str().unwrap(), "--format", "helm+v3"])
-        .arg("--helm-binary")
-        .arg(testbin("helm"))
-        .arg("--config")
-        .arg(&config)
-        .output()
-        .unwrap();
+    let placed = render_command(&chart, &["--config".as_ref(), config.as_os_str()]);
     std::fs::remove_file(&config).unwrap();
     assert_eq!(refused.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&refused.stderr);

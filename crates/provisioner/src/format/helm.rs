@@ -17,14 +17,7 @@ use crate::status::reasons;
 pub const CHART_FILE: &str = "Chart.yaml";
 
 /// Why a chart cannot be rendered, in Helm's words where Helm said it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct HelmError {
-    /// The condition reason.
-    pub reason: &'static str,
-    /// What is wrong.
-    pub message: String,
-}
+pub type HelmError = crate::source::Refusal;
 
 /// The chart's directory in `tree`: its root when it has a `Chart.yaml` (a chart in a bundle
 /// image), else the one directory at its root that has one (a Helm OCI chart artifact holds

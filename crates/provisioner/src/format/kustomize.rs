@@ -28,14 +28,7 @@ const REFERENCES: [&str; 8] = [
 ];
 
 /// Why a kustomization is not built.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct KustomizeError {
-    /// The condition reason.
-    pub reason: &'static str,
-    /// What is wrong.
-    pub message: String,
-}
+pub type KustomizeError = crate::source::Refusal;
 
 /// The directory to build: `directory`, or the bundle's root; it must hold a kustomization.
 pub fn root(tree: &Tree, directory: Option<&str>) -> Result<String, KustomizeError> {

@@ -22,15 +22,8 @@ use capabilities::{Capabilities, Discovered};
 use limits::Limits;
 use sandbox::{RunError, Scratch};
 
-/// Why a bundle was not rendered.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct Failure {
-    /// The condition reason.
-    pub reason: &'static str,
-    /// What happened, in the tool's words where it said.
-    pub message: String,
-}
+/// Why a bundle was not rendered, in the tool's words where it said.
+pub type Failure = crate::source::Refusal;
 
 /// Where the cluster's capabilities come from.
 pub enum Cluster {
@@ -95,10 +88,7 @@ impl Renderer {
         namespace: &str,
         values: &[Layer],
     ) -> Result<Vec<u8>, Failure> {
-        let chart = helm::chart_dir(tree).map_err(|e| Failure {
-            reason: e.reason,
-            message: e.message,
-        })?;
+        let chart = helm::chart_dir(tree)?;
         let capabilities = self.capabilities().await?;
         let _slot = self.slots.acquire().await.map_err(|_| stopped_renderer())?;
         let scratch = Scratch::of(&self.scratch, tree).map_err(setup)?;
@@ -140,15 +130,9 @@ impl Renderer {
         tree: &Tree,
         directory: Option<&str>,
     ) -> Result<Vec<u8>, Failure> {
-        let dir = kustomize::root(tree, directory).map_err(|e| Failure {
-            reason: e.reason,
-            message: e.message,
-        })?;
-        if let Some(e) = kustomize::remote(tree).or_else(|| kustomize::outside(tree)) {
-            return Err(Failure {
-                reason: e.reason,
-                message: e.message,
-            });
+        let dir = kustomize::root(tree, directory)?;
+        if let Some(refused) = kustomize::remote(tree).or_else(|| kustomize::outside(tree)) {
+            return Err(refused);
         }
         let _slot = self.slots.acquire().await.map_err(|_| stopped_renderer())?;
         let scratch = Scratch::of(&self.scratch, tree).map_err(setup)?;
