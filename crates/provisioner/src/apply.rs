@@ -564,6 +564,14 @@ pub(crate) fn api_message(error: kube::Error) -> String {
     }
 }
 
+/// The HTTP status of a failed request the API server answered.
+pub(crate) fn status_code(error: &kube::Error) -> Option<u16> {
+    match error {
+        kube::Error::Api(status) => Some(status.code),
+        _ => None,
+    }
+}
+
 /// Kinds found by discovery during one install (and those not served, until CRDs apply).
 #[derive(Default)]
 pub(crate) struct Kinds {

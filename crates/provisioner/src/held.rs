@@ -68,6 +68,24 @@ pub fn is_held(key: &Key, metadata: &ObjectMeta, owner: &Owner) -> bool {
     !token
 }
 
+/// What a failed list of one kind in the Namespace says about it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Unlisted {
+    /// The kind is no longer served: its CRD was deleted (by anyone: other installs remove
+    /// theirs all the time) between discovery and the list, and its objects went with it.
+    Gone,
+    /// Whether any of it remains cannot be told: a reason to keep the Namespace.
+    Unsure,
+}
+
+/// What a list that failed with HTTP status `code` (none: no answer) says.
+pub fn unlisted(code: Option<u16>) -> Unlisted {
+    match code {
+        Some(404) => Unlisted::Gone,
+        _ => Unlisted::Unsure,
+    }
+}
+
 /// The objects among `found` that `owner` did not apply (at most `limit`, in order), and how
 /// many there are in all.
 pub fn held<'a>(
@@ -179,5 +197,13 @@ mod tests {
         // Another BundleDeployment's objects are held too: they are not this one's.
         let theirs = owned_by(reference(BUNDLE_DEPLOYMENT, "u-2"));
         assert!(is_held(&key("", "ConfigMap", "c"), &theirs, &owner()));
+    }
+
+    #[test]
+    fn a_kind_gone_since_discovery_holds_nothing_any_other_failure_is_unsure() {
+        assert_eq!(unlisted(Some(404)), Unlisted::Gone);
+        for code in [Some(403), Some(500), Some(503), None] {
+            assert_eq!(unlisted(code), Unlisted::Unsure, "{code:?}");
+        }
     }
 }

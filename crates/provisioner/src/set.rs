@@ -23,7 +23,7 @@ use kube::{Client, ResourceExt};
 use olm_api::bundle_deployment::BundleDeployment;
 use serde_json::json;
 
-use crate::apply::{Applied, Applier, ApplyError, FIELD_MANAGER, api_message};
+use crate::apply::{Applied, Applier, ApplyError, FIELD_MANAGER, api_message, status_code};
 use crate::applyset::{self, Spans};
 use crate::held;
 use crate::marks::{self, KEPT, Owner, Ownership};
@@ -438,6 +438,10 @@ impl Applier {
                     Api::namespaced_with(self.client.clone(), name, &resource);
                 let listed = match api.list_metadata(&ListParams::default()).await {
                     Ok(listed) => listed,
+                    Err(e) if held::unlisted(status_code(&e)) == held::Unlisted::Gone => {
+                        tracing::debug!(namespace = name, kind = %resource.kind, "a kind went away while the namespace was looked through");
+                        continue;
+                    }
                     // Unsure is a reason to keep it, never to delete it.
                     Err(e) => {
                         return Ok(Some(format!(

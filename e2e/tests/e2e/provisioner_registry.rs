@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, PostParams};
@@ -262,9 +262,20 @@ async fn a_real_registry_v1_bundle_installs_and_unsupported_ones_are_refused() {
         bds.delete(bd, &DeleteParams::default()).await.unwrap();
         wait_for_deletion(&bds, bd, WAIT).await.unwrap();
     }
-    wait_for_deletion(&Api::<Namespace>::all(client.clone()), ns, WAIT)
-        .await
-        .unwrap();
+    if let Err(e) = wait_for_deletion(&Api::<Namespace>::all(client.clone()), ns, WAIT).await {
+        // Why it was kept, in the provisioner's words.
+        let events: Api<Event> = Api::namespaced(client.clone(), "default");
+        let kept: Vec<String> = events
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|e| e.involved_object.name.as_deref() == Some(installed.as_str()))
+            .filter_map(|e| e.message)
+            .collect();
+        panic!("{e}; the BundleDeployment's events: {kept:#?}");
+    }
     assert!(crds.get_opt("argocds.argoproj.io").await.unwrap().is_none());
     ctx.cleanup().await.unwrap();
 }
