@@ -1,15 +1,33 @@
-//! End-to-end harness of olm-rs.
+//! End-to-end harness of olm-rs. Its modules, one line each:
 //!
-//! * [`cluster`] starts one real control plane per test process (etcd, kube-apiserver,
-//!   kube-controller-manager, kube-scheduler, supervised by the `olm-cluster` binary of
-//!   [`control_plane`]), or reuses the one named by `OLM_E2E_KUBECONFIG`, and installs the CRDs.
-//! * [`context::TestContext`] gives each test a client and its own namespace.
-//! * [`process`], [`tls`], [`serve`], [`git`], [`ssh`], [`registry`], [`images`] and
-//!   [`memory`] are olm-testkit's fixtures (no cluster needed), re-exported.
-//! * [`wait`] waits on conditions with a deadline; nothing here sleeps and hopes.
-//! * [`catalogs`] helps tests of catalogd (catalogs, waits, metrics).
-//! * [`scale`] is what the scale benchmarks share (waits over a whole kind, change counts).
-//! * [`apply`] and [`table`] apply YAML and print `kubectl get`-style tables (used by the demo).
+//! * [`apply`]: server-side apply of CRDs and of arbitrary YAML documents.
+//! * [`audit`]: the control plane's audit log, read to learn which replica wrote what and
+//!   which drift watches the provisioner keeps open.
+//! * [`catalogs`]: helpers for tests of catalogd (catalogs, ConfigMaps, waits, metrics).
+//! * [`chart`]: the Helm chart installed, upgraded and uninstalled with the real helm, and each
+//!   manager run as its Deployment would run it, as a local process.
+//! * [`cluster`]: one real control plane per test process, started on first use (or the one
+//!   named by `OLM_E2E_KUBECONFIG`, reused), stopped when the process exits.
+//! * [`context`]: [`context::TestContext`], a client and a namespace of a test's own, and the
+//!   clean-up of everything the test created.
+//! * [`control_plane`]: the local control plane and its node, supervised by the `olm-cluster`
+//!   binary.
+//! * [`demo`]: what the demo (`olm-demo`) prints and pushes.
+//! * [`helm`]: the real helm run against the test cluster (install, upgrade, uninstall,
+//!   manifest).
+//! * [`manager`]: a manager binary run as a local process, as the chart's ServiceAccount.
+//! * [`node`]: the cluster's node as tests use it (images pushed to its registry, its Pods
+//!   waited for).
+//! * [`operators`]: helpers for tests of operator-controller (small catalogs, Operators, waits).
+//! * [`prometheus`]: a real Prometheus on loopback, and its query API.
+//! * [`samples`]: the sample objects of `config/samples/`, in the order they can be applied.
+//! * [`scale`]: what the scale benchmarks share (waits over a whole kind, change counts).
+//! * [`table`]: `kubectl get`-style tables, rendered by the API server (used by the demo).
+//! * [`test_operator`]: the webhook and APIService operator the e2e tests install
+//!   (`olm-test-operator`).
+//! * [`wait`]: waits on conditions with a deadline; nothing here sleeps and hopes.
+//! * [`git`], [`images`], [`manager_image`], [`memory`], [`process`], [`registry`], [`serve`],
+//!   [`ssh`] and [`tls`]: olm-testkit's fixtures (no cluster needed), re-exported.
 
 pub mod apply;
 pub mod audit;

@@ -45,11 +45,8 @@ pub struct Layer {
 pub fn layer(entries: &[Entry]) -> Layer {
     let tar = tar_of(entries);
     let diff_id = sha256(&tar);
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    // Writing to a Vec cannot fail.
-    let _ = std::io::Write::write_all(&mut gz, &tar);
     Layer {
-        data: gz.finish().unwrap_or_default(),
+        data: crate::tar_archive::gzip(&tar),
         diff_id,
     }
 }

@@ -12,6 +12,7 @@
 //!   [`images`]: catalog images and layers pushed to it; [`manager_image`]: the managers'
 //!   images assembled from the cargo build, with no daemon.
 //! * [`memory`]: this process's RSS and peak (memory-bound tests, benchmarks).
+//! * [`tar_archive`]: tar archives written header by header, hostile paths and links included.
 //! * [`testbin`]: the programs tools/testbin/build.sh builds (helm, kustomize, kubectl).
 
 pub mod git;
@@ -22,6 +23,7 @@ pub mod process;
 pub mod registry;
 pub mod serve;
 pub mod ssh;
+pub mod tar_archive;
 pub mod testbin;
 pub mod tls;
 

@@ -6,9 +6,9 @@
 use std::collections::BTreeMap;
 use std::io::Read;
 
-use super::paths::{normalize, parent};
-use super::tar_walk::{Kind, WalkError, walk};
-use super::{SourceError, reasons};
+use crate::contract::{SourceError, reasons, too_large};
+use olm_puller::paths::{normalize, parent};
+use olm_puller::tar_walk::{Kind, WalkError, walk};
 
 /// Links followed one after the other before giving up (a loop, or an absurd chain).
 const MAX_LINK_HOPS: usize = 8;
@@ -72,7 +72,7 @@ pub fn files(
         .map_err(archive_error)?;
     drop(body);
     if tarball.len() as u64 > max_bytes {
-        return Err(super::too_large(url, max_bytes, "the unpacked archive"));
+        return Err(too_large(url, max_bytes, "the unpacked archive"));
     }
     let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     let mut links: Vec<(String, String)> = Vec::new();
@@ -118,7 +118,7 @@ pub fn files(
     resolve_links(&mut files, &links, |bytes| {
         total += bytes;
         if total > max_bytes {
-            Err(super::too_large(url, max_bytes, "the unpacked archive"))
+            Err(too_large(url, max_bytes, "the unpacked archive"))
         } else {
             Ok(())
         }
@@ -159,9 +159,9 @@ pub(crate) fn resolve_links<E>(
 mod tests {
     use super::*;
 
-    use crate::test_tar::{file, gzip, symlink, tar};
+    use olm_testkit::tar_archive::{file, gzip, symlink, tar};
 
-    fn tar_gz(entries: &[crate::test_tar::Entry<'_>]) -> Vec<u8> {
+    fn tar_gz(entries: &[olm_testkit::tar_archive::Entry<'_>]) -> Vec<u8> {
         gzip(&tar(entries))
     }
 

@@ -6,8 +6,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 use olm_api::catalog::{Catalog, ConfigMapSource, ResolvedConfigMap, ResolvedSource, SourceType};
 
-use super::{Fetched, SourceError, read_object, reasons};
-use crate::Mode;
+use crate::contract::{Fetched, Mode, SourceError, read_object, reasons, since, too_large};
 
 /// Reads catalog content from ConfigMaps.
 pub struct ConfigMapsSource {
@@ -105,7 +104,7 @@ impl ConfigMapsSource {
                 .map(|(_, v)| v.0.len() as u64)
                 .sum::<u64>();
             if total > self.max_bytes {
-                return Err(super::too_large(
+                return Err(too_large(
                     &format!("ConfigMap {ns}/{name}"),
                     self.max_bytes,
                     "the content",
@@ -131,7 +130,7 @@ impl ConfigMapsSource {
             ..Default::default()
         };
         // The same ConfigMap versions as the served content's: nothing to parse.
-        if super::since(mode).is_some_and(|p| p.config_maps == resolved.config_maps) {
+        if since(mode).is_some_and(|p| p.config_maps == resolved.config_maps) {
             return Ok(Fetched::Unchanged { resolved });
         }
         Ok(Fetched::Content { files, resolved })

@@ -16,14 +16,14 @@ use olm_api::catalog::{
 use sha2::{Digest, Sha256};
 
 use super::credentials::{HttpAuth, ca_bundle, http_auth, opted_in_secret};
-use super::network::NetworkPolicy;
-use super::{Facts, Fetched, SourceError, archive, reasons, scope, too_large};
-use crate::Mode;
-use crate::budget::Reserve;
+use crate::archive;
+use crate::contract::{Facts, Fetched, Mode, SourceError, reasons, since, too_large};
 use crate::poll::poll_interval;
-
-/// How URLs are shown in messages (re-exported: the http source's own, shared by all).
-pub use super::redact::redact;
+use olm_puller::budget::Reserve;
+use olm_puller::describe::describe;
+use olm_puller::network::NetworkPolicy;
+use olm_puller::redact::redact;
+use olm_puller::scope;
 
 /// The most redirects a fetch follows (each checked against the network policy).
 const MAX_REDIRECTS: usize = 10;
@@ -142,7 +142,7 @@ impl HttpSource {
         let auth = self.credentials(&spec, &url, catalog_name).await?;
         let client = self.http_client(&spec).await?;
         let mut request = client.get(&spec.url);
-        let since = super::since(mode)
+        let since = since(mode)
             .and_then(|p| p.http.as_ref())
             .filter(|h| h.url == spec.url);
         if let Some(last) = since {
@@ -298,25 +298,6 @@ fn request_failed(shown: &str, e: reqwest::Error) -> SourceError {
         reasons::UNPACK_FAILED,
         format!("GET {shown}: {}", describe(e, "--http-timeout-seconds")),
     )
-}
-
-/// reqwest's error with its causes, so "timed out" or "connection refused" is visible; a
-/// timeout names `timeout_flag`, the flag that sets it.
-pub(crate) fn describe(e: reqwest::Error, timeout_flag: &str) -> String {
-    let timeout = e.is_timeout();
-    // The URL is named by the caller, redacted.
-    let e = e.without_url();
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(&e);
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    if timeout {
-        text.push_str(&format!(" (timed out; see {timeout_flag})"));
-    }
-    text
 }
 
 /// What the planner needs to know of an http spec ([`Facts`]), given what was fetched for the

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use catalogd_sources::git::remote::{self, Remote};
 use catalogd_sources::git::spec::Want;
-use catalogd_sources::network::NetworkPolicy;
+use olm_puller::network::NetworkPolicy;
 use olm_testkit::git::GitServer;
 
 /// The chart's --max-content-bytes.

@@ -11,8 +11,8 @@ use catalogd_sources::SourceError;
 use catalogd_sources::git::remote::{self, Remote};
 use catalogd_sources::git::spec::Want;
 use catalogd_sources::git::tree;
-use catalogd_sources::network::NetworkPolicy;
 use gix::ObjectId;
+use olm_puller::network::NetworkPolicy;
 use olm_testkit::git::{GitCredentials, GitServer};
 
 const CATALOG: &str = "schema: olm.package\nname: p\n";

@@ -10,7 +10,7 @@ use olm_runtime::RuntimeArgs;
 
 use crate::budget::MemorySettings;
 use crate::source::custom::resources;
-pub use crate::source::flags::{ImageArgs, NetworkArgs};
+pub use olm_puller::flags::{ImageArgs, NetworkArgs};
 
 /// catalogd: unpacks, validates and serves the content of Catalog objects.
 #[derive(Parser, Debug)]

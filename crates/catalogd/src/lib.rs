@@ -14,6 +14,7 @@
 //!   [`args`]; [`orphans`]: the start-up clean-up of the store.
 
 pub mod args;
+pub mod budget;
 pub mod collect;
 pub mod context;
 pub mod controller;
@@ -29,8 +30,8 @@ pub mod status;
 
 /// The sources and their contract, from their own crate.
 pub use catalogd_sources as source;
-/// The unpack budget and the poll timing, from the sources' crate.
-pub use catalogd_sources::{budget, poll};
+/// The poll timing, from the sources' crate.
+pub use catalogd_sources::poll;
 /// The content store, from its own crate.
 pub use catalogd_store::store;
 pub mod unpack;

@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use catalogd_sources::flags::{ImageArgs, NetworkArgs};
 use clap::Parser;
+use olm_puller::flags::{ImageArgs, NetworkArgs};
 use olm_runtime::RuntimeArgs;
 
 use crate::kinds::{Allowed, Pattern};

@@ -6,16 +6,16 @@
 
 use std::sync::Arc;
 
-use catalogd_sources::SourceError;
-use catalogd_sources::budget::{Reserve, Share, UnpackBudget};
-use catalogd_sources::image::{ImageRequest, ImageSource, Pulled};
-use catalogd_sources::scope::User;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::{Api, Client};
 use olm_api::bundle_deployment::{ValuesKind, ValuesReference};
+use olm_puller::budget::{Reserve, Share, UnpackBudget};
+use olm_puller::image::{ImageRequest, ImageSource, Pulled};
+use olm_puller::scope::User;
 
 use crate::bundle::Tree;
 use crate::source::{self, Wanted};
+use crate::status::reasons;
 use crate::values::{Found, Layer, ValuesError};
 
 /// A template's content.
@@ -30,17 +30,34 @@ pub struct Content {
 /// Why content could not be fetched.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FetchError {
-    /// The source failed: an unreachable registry, a refused credential, a missing image.
+    /// The source failed: an unreachable registry, a refused credential, a missing image
+    /// (`UnpackFailed`), or content too large (`ContentTooLarge`).
     #[error("{}", .0.message)]
-    Source(SourceError),
+    Source(source::Refusal),
     /// The source's content is not allowed (a mutable ConfigMap, a key given twice).
     #[error("{0}")]
     Refused(source::Refusal),
 }
 
+/// A failure of the puller, under the provisioner's reason: content too large is
+/// `ContentTooLarge`; anything else (a missing image, a refused credential, a registry that
+/// cannot be reached) is `UnpackFailed`, tried again, as rukpak's image source did.
+fn pulling(e: olm_puller::Error) -> source::Refusal {
+    let reason = match e.kind {
+        olm_puller::ErrorKind::TooLarge => reasons::CONTENT_TOO_LARGE,
+        _ => reasons::UNPACK_FAILED,
+    };
+    failed(reason, e.message)
+}
+
+/// A failure of fetching, with its reason.
+fn failed(reason: &'static str, message: String) -> source::Refusal {
+    source::Refusal { reason, message }
+}
+
 /// What reading a byte of bundle files into objects may cost (the parsed manifests, a CRD's
 /// schema above all, take several times their text; catalogd's unpack factor).
-pub const PARSE_FACTOR: u64 = catalogd_sources::budget::UNPACK_FACTOR;
+pub const PARSE_FACTOR: u64 = olm_puller::budget::UNPACK_FACTOR;
 
 /// Fetches templates' content.
 #[derive(Clone)]
@@ -84,8 +101,8 @@ impl Fetcher {
         let need = bytes.saturating_mul(PARSE_FACTOR);
         let whole = self.budget.bytes();
         let too_large = || {
-            FetchError::Source(SourceError::new(
-                catalogd_sources::reasons::CONTENT_TOO_LARGE,
+            FetchError::Source(failed(
+                reasons::CONTENT_TOO_LARGE,
                 format!(
                     "the bundle's {bytes} bytes of files would take about {need} bytes of memory to read ({PARSE_FACTOR} times their size), more than the whole unpack budget ({whole} bytes, --unpack-budget-bytes)"
                 ),
@@ -104,7 +121,7 @@ impl Fetcher {
         let mut bytes = 0u64;
         for (index, reference) in from.iter().enumerate() {
             let read_error = |e: kube::Error| ValuesError {
-                reason: catalogd_sources::reasons::UNPACK_FAILED,
+                reason: reasons::UNPACK_FAILED,
                 message: format!(
                     "reading {:?} {}/{}: {e}",
                     reference.kind, self.namespace, reference.name
@@ -144,7 +161,7 @@ impl Fetcher {
                 bytes = bytes.saturating_add(layer.content.len() as u64);
                 if bytes > self.max_content_bytes {
                     return Err(ValuesError {
-                        reason: catalogd_sources::reasons::CONTENT_TOO_LARGE,
+                        reason: reasons::CONTENT_TOO_LARGE,
                         message: format!(
                             "the values of valuesFrom hold more than {} bytes (--max-content-bytes)",
                             self.max_content_bytes
@@ -179,7 +196,7 @@ impl Fetcher {
                     .images
                     .pull_image(&request, &reserve)
                     .await
-                    .map_err(FetchError::Source)?;
+                    .map_err(|e| FetchError::Source(pulling(e)))?;
                 match pulled {
                     Pulled::Content {
                         by_digest,
@@ -195,14 +212,10 @@ impl Fetcher {
                         resolved: Some(by_digest),
                     }),
                     // Nothing was held, so nothing can be unchanged.
-                    Pulled::Unchanged { by_digest, .. } => {
-                        Err(FetchError::Source(SourceError::new(
-                            catalogd_sources::reasons::UNPACK_FAILED,
-                            format!(
-                                "{by_digest} was reported unchanged, but no content of it is held"
-                            ),
-                        )))
-                    }
+                    Pulled::Unchanged { by_digest, .. } => Err(FetchError::Source(failed(
+                        reasons::UNPACK_FAILED,
+                        format!("{by_digest} was reported unchanged, but no content of it is held"),
+                    ))),
                 }
             }
             Wanted::ConfigMaps(entries) => {
@@ -211,14 +224,14 @@ impl Fetcher {
                 for entry in entries {
                     let name = &entry.config_map.name;
                     let found = api.get_opt(name).await.map_err(|e| {
-                        FetchError::Source(SourceError::new(
-                            catalogd_sources::reasons::UNPACK_FAILED,
+                        FetchError::Source(failed(
+                            reasons::UNPACK_FAILED,
                             format!("reading ConfigMap {}/{name}: {e}", self.namespace),
                         ))
                     })?;
                     let Some(map) = found else {
-                        return Err(FetchError::Source(SourceError::new(
-                            catalogd_sources::reasons::UNPACK_FAILED,
+                        return Err(FetchError::Source(failed(
+                            reasons::UNPACK_FAILED,
                             format!(
                                 "ConfigMap {}/{name} does not exist: bundle ConfigMaps live in the provisioner's namespace",
                                 self.namespace
@@ -229,8 +242,8 @@ impl Fetcher {
                 }
                 let bytes: u64 = maps.iter().map(|(_, m)| source::config_map_bytes(m)).sum();
                 if bytes > self.max_content_bytes {
-                    return Err(FetchError::Source(SourceError::new(
-                        catalogd_sources::reasons::CONTENT_TOO_LARGE,
+                    return Err(FetchError::Source(failed(
+                        reasons::CONTENT_TOO_LARGE,
                         format!(
                             "the bundle's ConfigMaps hold {bytes} bytes, more than the largest bundle accepted ({} bytes, --max-content-bytes)",
                             self.max_content_bytes

@@ -5,10 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use catalogd_sources::budget::UnpackBudget;
-use catalogd_sources::image::cache::LayerCache;
-use catalogd_sources::image::{ImageMetrics, ImageSource};
 use kube::runtime::watcher;
+use olm_puller::budget::UnpackBudget;
+use olm_puller::flags::Setup;
+use olm_puller::image::ImageMetrics;
 use olm_runtime::manager::{Context as Runtime, Manager};
 use olm_runtime::{EventPublisher, StartOptions};
 
@@ -88,25 +88,22 @@ impl Manager for Provisioner {
     async fn lead(&self, prepared: &Prepared, rt: &Runtime) -> Result<(), Error> {
         let args = &self.0;
         let client = rt.client.clone();
-        let cache =
-            LayerCache::open(&args.cache_dir, args.image.layer_cache_bytes).map_err(|source| {
-                Error::Cache {
-                    path: args.cache_dir.display().to_string(),
-                    source,
-                }
+        let setup = Setup {
+            client: client.clone(),
+            namespace: args.namespace.clone(),
+            registry_ca: prepared.registry_ca.clone(),
+            request_timeout: Duration::from_secs(args.http_timeout_seconds),
+            max_bytes: args.max_content_bytes,
+            cache_dir: &args.cache_dir,
+            metrics: Some(prepared.image_metrics.clone()),
+        };
+        let images = args
+            .image
+            .image_source(&args.network, setup)
+            .map_err(|source| Error::Cache {
+                path: args.cache_dir.display().to_string(),
+                source,
             })?;
-        let images = ImageSource::new(
-            client.clone(),
-            args.namespace.clone(),
-            args.image.options(
-                &args.network,
-                prepared.registry_ca.clone(),
-                Duration::from_secs(args.http_timeout_seconds),
-                args.max_content_bytes,
-            ),
-            cache,
-            Some(prepared.image_metrics.clone()),
-        );
         // Scratch directories a render left when the provisioner was killed: nothing of them
         // is used again.
         let scratch = args.cache_dir.join("render");

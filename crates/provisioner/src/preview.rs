@@ -10,10 +10,9 @@ use std::sync::Arc;
 
 use clap::Parser;
 
-use catalogd_sources::budget::UnpackBudget;
-use catalogd_sources::flags::{ImageArgs, NetworkArgs};
-use catalogd_sources::image::ImageSource;
-use catalogd_sources::image::cache::LayerCache;
+use olm_puller::budget::UnpackBudget;
+use olm_puller::flags::Setup;
+use olm_puller::flags::{ImageArgs, NetworkArgs};
 
 use crate::bundle::Tree;
 use crate::convert::{Input, objects};
@@ -223,16 +222,19 @@ async fn pull(args: &RenderArgs, reference: &str) -> Result<Tree, String> {
         }
     };
     let cache_dir = tempfile::tempdir().map_err(|e| format!("a layer cache: {e}"))?;
-    let cache = LayerCache::open(cache_dir.path(), args.images.layer_cache_bytes)
+    let setup = Setup {
+        client: client.clone(),
+        namespace: args.namespace.clone(),
+        registry_ca: args.images.registry_ca()?,
+        request_timeout: std::time::Duration::from_secs(120),
+        max_bytes: args.max_content_bytes,
+        cache_dir: cache_dir.path(),
+        metrics: None,
+    };
+    let images = args
+        .images
+        .image_source(&args.network, setup)
         .map_err(|e| format!("a layer cache: {e}"))?;
-    let ca = args.images.registry_ca()?;
-    let options = args.images.options(
-        &args.network,
-        ca,
-        std::time::Duration::from_secs(120),
-        args.max_content_bytes,
-    );
-    let images = ImageSource::new(client.clone(), args.namespace.clone(), options, cache, None);
     let budget = UnpackBudget::new(args.max_content_bytes.saturating_mul(2));
     let fetcher = Fetcher::new(
         client,

@@ -3,12 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use catalogd_sources::image::reference::same_repository;
 use k8s_openapi::api::core::v1::ConfigMap;
 use olm_api::bundle_deployment::{
     BundleConfigMapSource, BundleSpec, HELM_PROVISIONER, KUSTOMIZE_PROVISIONER, PLAIN_PROVISIONER,
     REGISTRY_PROVISIONER,
 };
+use olm_puller::image::reference::same_repository;
 
 use crate::bundle::Tree;
 

@@ -1,7 +1,7 @@
 //! What a BundleDeployment's status says after a reconcile: a pure function of what is
 //! installed, what is wanted and how this attempt went, with the clock injected.
 //!
-//! Three conditions, each about one thing:
+//! Four conditions, each about one thing:
 //! * `Unpacked`: whether the wanted template's content was fetched (Unknown while it is).
 //! * `HasValidBundle`: whether that content is an installable bundle of its format.
 //! * `Healthy`: whether what is installed works ([`crate::health`]), on by default.
@@ -33,6 +33,9 @@ pub mod reasons {
     pub const UNPACK_SUCCESSFUL: &str = "UnpackSuccessful";
     /// Could not be fetched.
     pub const UNPACK_FAILED: &str = "UnpackFailed";
+    /// The content (a bundle, the values of `valuesFrom`) is larger than the provisioner
+    /// accepts.
+    pub const CONTENT_TOO_LARGE: &str = "ContentTooLarge";
     /// Fetched, but not a bundle of its format.
     pub const BUNDLE_LOAD_FAILED: &str = "BundleLoadFailed";
     /// Installed.

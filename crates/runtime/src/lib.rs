@@ -1,5 +1,5 @@
-//! What every olm-rs manager binary shares, so catalogd, operator-controller and
-//! catalog-switcher start, observe and stop the same way.
+//! What every olm-rs manager binary shares, so the four managers (catalogd,
+//! operator-controller, catalog-switcher and provisioner) start, observe and stop the same way.
 //!
 //! A manager's `main` parses its flags and hands its own steps to [`manager::run`], which
 //! runs, in this order ([`start`] does steps 1 to 4 and joins leader election, [`leader`]):

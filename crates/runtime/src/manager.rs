@@ -1,6 +1,6 @@
-//! One way to run a manager binary, so catalogd, operator-controller and catalog-switcher
-//! start, lead and stop in the same order; each says only what its own steps are
-//! ([`Manager`]), and [`run`] does the rest:
+//! One way to run a manager binary, so the four managers (catalogd, operator-controller,
+//! catalog-switcher and provisioner) start, lead and stop in the same order; each says only
+//! what its own steps are ([`Manager`]), and [`run`] does the rest:
 //!
 //! 1. [`crate::start`]: logs, the shutdown token, metrics, readiness, leader election and the
 //!    guarded client;

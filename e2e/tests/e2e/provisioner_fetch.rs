@@ -1,20 +1,20 @@
-//! The provisioner's fetch: a bundle image pulled from the real registry with catalogd's image
-//! code (the whole image, not a catalog's configs directory), and bundles in ConfigMaps.
+//! The provisioner's fetch: a bundle image pulled from the real registry with the puller catalogd
+//! shares (the whole image, not a catalog's configs directory), and bundles in ConfigMaps.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use catalogd_sources::budget::UnpackBudget;
-use catalogd_sources::image::ImageOptions;
-use catalogd_sources::image::ImageSource;
-use catalogd_sources::image::cache::LayerCache;
-use catalogd_sources::image::registry::RegistryOptions;
-use catalogd_sources::network::NetworkPolicy;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use olm_api::bundle_deployment::{BundleConfigMapSource, BundleLocalRef};
 use olm_e2e::context::TestContext;
 use olm_e2e::images::{Entry, layer, push};
+use olm_puller::budget::UnpackBudget;
+use olm_puller::image::ImageOptions;
+use olm_puller::image::ImageSource;
+use olm_puller::image::cache::LayerCache;
+use olm_puller::image::registry::RegistryOptions;
+use olm_puller::network::NetworkPolicy;
 use provisioner::fetch::{FetchError, Fetcher};
 use provisioner::format::plain;
 use provisioner::source::Wanted;

@@ -5,7 +5,7 @@
 
 use olm_api::catalog::{CustomSource as CustomSpec, ResolvedSource};
 
-use crate::Facts;
+use crate::contract::Facts;
 use crate::poll::poll_interval;
 
 /// The facts of `spec`, given what was fetched for the served content.

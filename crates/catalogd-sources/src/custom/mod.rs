@@ -24,9 +24,8 @@ use prometheus::{IntCounterVec, Opts};
 use self::pod::{PodOptions, generator_pod, pod_name, resolve, spec_hash, token_secret};
 use self::runs::Runs;
 use self::verdict::{Verdict, verdict};
-use super::{Fetched, SourceError, reasons};
-use crate::Mode;
-use crate::budget::Reserve;
+use crate::contract::{Fetched, Mode, SourceError, reasons, since};
+use olm_puller::budget::Reserve;
 
 /// The condition reason for a spec catalogd cannot act on.
 pub const INVALID_SPEC: &str = "InvalidSpec";
@@ -276,7 +275,7 @@ impl CustomSource {
                             ..Default::default()
                         };
                         // The same output as the served content: nothing to unpack again.
-                        let same = super::since(mode)
+                        let same = since(mode)
                             .and_then(|p| p.custom.as_ref())
                             .is_some_and(|p| p.sha256 == upload.sha256);
                         if same {

@@ -17,7 +17,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use olm_api::catalog::{Catalog, CustomSource};
 use sha2::{Digest, Sha256};
 
-use crate::SourceError;
+use crate::contract::SourceError;
 use crate::poll::parse_duration;
 
 /// Label on every generator Pod and token Secret (value `"true"`): what catalogd watches, and

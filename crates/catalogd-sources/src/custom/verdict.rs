@@ -26,7 +26,7 @@ pub mod reasons {
 /// Reasons the collector writes at the start of its termination message.
 const COLLECTOR_REASONS: [&str; 4] = [
     reasons::OUTPUT_MISSING,
-    crate::reasons::CONTENT_TOO_LARGE,
+    crate::contract::reasons::CONTENT_TOO_LARGE,
     reasons::UPLOAD_REJECTED,
     reasons::COLLECT_FAILED,
 ];
@@ -413,7 +413,7 @@ mod tests {
             ),
             (
                 "ContentTooLarge: 2000 bytes",
-                crate::reasons::CONTENT_TOO_LARGE,
+                crate::contract::reasons::CONTENT_TOO_LARGE,
             ),
             (
                 "UploadRejected: HTTP 403: the token is not valid",

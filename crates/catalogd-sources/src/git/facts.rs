@@ -6,7 +6,7 @@
 use olm_api::catalog::{GitSource as GitSpec, ResolvedSource};
 
 use super::spec::redact;
-use crate::Facts;
+use crate::contract::Facts;
 use crate::poll::poll_interval;
 
 /// The facts of `spec`, given what was fetched for the served content and whether that

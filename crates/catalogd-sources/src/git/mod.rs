@@ -24,9 +24,9 @@ use tokio::sync::Semaphore;
 
 use self::spec::{Transport, Want};
 use super::credentials::{HttpAuth, ca_bundle, http_auth, opted_in_secret};
-use super::{Fetched, SourceError, reasons, scope};
-use crate::Mode;
-use crate::budget::Reserve;
+use crate::contract::{Fetched, Mode, SourceError, reasons};
+use olm_puller::budget::Reserve;
+use olm_puller::scope;
 
 /// The user name sent with a `token` (git hosts accept any with a token as the password).
 pub const TOKEN_USER: &str = "x-access-token";
@@ -43,7 +43,7 @@ pub struct GitOptions {
     /// Where scratch repositories live while a fetch runs.
     pub scratch: PathBuf,
     /// Where fetches may connect.
-    pub policy: Arc<super::network::NetworkPolicy>,
+    pub policy: Arc<olm_puller::network::NetworkPolicy>,
 }
 
 /// Counts of the git source.
@@ -220,7 +220,7 @@ impl GitSource {
             policy: self.options.policy.clone(),
         };
         // What was fetched last for this repository, if the plan asks to compare.
-        let since = super::since(mode)
+        let since = crate::contract::since(mode)
             .and_then(|p| p.git.clone())
             .filter(|g| g.repository == spec::redact(&spec.repository));
         let _permit =

@@ -19,8 +19,8 @@ use gix::sec::identity::Account;
 use super::bounded::{BoundedHttp, Budget};
 use super::spec::Want;
 use super::tree::{Item, Kind, Objects};
-use crate::network::NetworkPolicy;
-use crate::{SourceError, reasons};
+use crate::contract::{SourceError, reasons};
+use olm_puller::network::NetworkPolicy;
 
 /// Where and how to reach a repository.
 #[derive(Clone)]

@@ -5,8 +5,8 @@ use gix::ObjectId;
 use gix::bstr::ByteSlice;
 use olm_api::catalog::{GitRef, GitSource};
 
-use crate::paths::normalize;
-use crate::{SourceError, reasons};
+use crate::contract::{SourceError, reasons};
+use olm_puller::paths::normalize;
 
 /// The condition reason for a spec catalogd cannot act on (a bad ref name, directory or URL).
 pub const INVALID_SPEC: &str = "InvalidSpec";
@@ -134,7 +134,7 @@ fn scp_like(repository: &str) -> bool {
 pub fn redact(repository: &str) -> String {
     let lower = repository.to_ascii_lowercase();
     if lower.starts_with("https://") || lower.starts_with("http://") {
-        return crate::http::redact(repository);
+        return olm_puller::redact::redact(repository);
     }
     match url::Url::parse(repository) {
         Ok(mut u) if u.password().is_some() => {

@@ -15,7 +15,7 @@ use russh::keys::{PrivateKeyWithHashAlg, PublicKeyOrCertificate, decode_secret_k
 use russh::{ChannelMsg, ChannelReadHalf};
 use tokio_util::io::SyncIoBridge;
 
-use crate::{SourceError, reasons};
+use crate::contract::{SourceError, reasons};
 
 /// The key of a Secret's private key (as in `kubernetes.io/ssh-auth` Secrets).
 pub const PRIVATE_KEY: &str = "ssh-privatekey";
@@ -204,7 +204,7 @@ pub struct Bounds {
     /// Receives what the server writes to stderr.
     pub stderr: Arc<Mutex<Vec<u8>>>,
     /// Where it may connect: the host's addresses are resolved through it.
-    pub policy: Arc<crate::network::NetworkPolicy>,
+    pub policy: Arc<olm_puller::network::NetworkPolicy>,
 }
 
 /// Connects to `target` as `auth` says and starts `git-upload-pack`; `scratch` is a folder

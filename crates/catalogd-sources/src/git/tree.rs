@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 pub use gix::ObjectId;
 
 use crate::archive::resolve_links;
-use crate::paths::{normalize, parent};
-use crate::{SourceError, reasons, too_large};
+use crate::contract::{SourceError, reasons, too_large};
+use olm_puller::paths::{normalize, parent};
 
 /// What a tree entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

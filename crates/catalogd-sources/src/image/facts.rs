@@ -5,9 +5,9 @@
 
 use olm_api::catalog::{ImageSource as ImageSpec, ResolvedSource};
 
-use super::reference::digest_of;
-use crate::Facts;
+use crate::contract::Facts;
 use crate::poll::poll_interval;
+use olm_puller::image::reference::digest_of;
 
 /// The facts of `spec`, given what was fetched for the served content.
 pub fn facts<'a>(spec: &ImageSpec, previous: Option<&'a ResolvedSource>) -> Facts<'a> {

@@ -19,9 +19,9 @@ use crate::source::custom::runs::Runs;
 use crate::source::custom::{CustomMetrics, CustomOptions, CustomSource, upload};
 use crate::source::git::{GitMetrics, GitOptions, GitSource};
 use crate::source::http::HttpSource;
-use crate::source::image::cache::LayerCache;
-use crate::source::image::{ImageMetrics, ImageSource};
 use crate::{controller, namespace, server};
+use olm_puller::flags::Setup;
+use olm_puller::image::{ImageMetrics, ImageSource};
 
 /// Runs the leader's work until `ctx.shutdown`.
 pub async fn lead(args: &Args, prepared: &Prepared, ctx: &Context) -> Result<(), Error> {
@@ -132,24 +132,22 @@ fn image(args: &Args, prepared: &Prepared, ctx: &Context) -> Result<ImageSource,
         .layer_cache_dir
         .clone()
         .unwrap_or_else(|| args.storage_dir.join(".layers"));
-    let cache =
-        LayerCache::open(&layer_dir, args.image.layer_cache_bytes).map_err(|source| Error::Io {
-            what: format!("opening the layer cache {}", layer_dir.display()),
-            source,
-        })?;
-    Ok(ImageSource::new(
-        ctx.client.clone(),
-        args.namespace.clone(),
-        args.image.options(
-            &args.network,
-            prepared.registry_ca.clone(),
-            Duration::from_secs(args.http_timeout_seconds),
-            args.max_content_bytes,
-        ),
-        cache,
-        Some(ImageMetrics::new(
+    let setup = Setup {
+        client: ctx.client.clone(),
+        namespace: args.namespace.clone(),
+        registry_ca: prepared.registry_ca.clone(),
+        request_timeout: Duration::from_secs(args.http_timeout_seconds),
+        max_bytes: args.max_content_bytes,
+        cache_dir: &layer_dir,
+        metrics: Some(ImageMetrics::new(
             &ctx.metrics.registry,
             ImageMetrics::CATALOGD,
         )?),
-    ))
+    };
+    args.image
+        .image_source(&args.network, setup)
+        .map_err(|source| Error::Io {
+            what: format!("opening the layer cache {}", layer_dir.display()),
+            source,
+        })
 }

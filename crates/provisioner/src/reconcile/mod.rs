@@ -6,11 +6,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use catalogd_sources::budget::Share;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::{Client, ResourceExt};
 use olm_api::bundle_deployment::BundleDeployment;
+use olm_puller::budget::Share;
 use olm_runtime::{EventPublisher, EventType};
 use serde_json::json;
 
@@ -522,7 +522,7 @@ async fn values_of(
         .await
         .map_err(|e| match e.reason {
             // The API server could not be read: tried again, the bundle is not at fault.
-            catalogd_sources::reasons::UNPACK_FAILED => Attempt::UnpackFailed(e.message),
+            crate::status::reasons::UNPACK_FAILED => Attempt::UnpackFailed(e.message),
             reason => Attempt::Invalid {
                 reason,
                 message: e.message,

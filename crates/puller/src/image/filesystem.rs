@@ -568,9 +568,9 @@ mod tests {
     use super::*;
     use tar::EntryType;
 
-    use crate::test_tar::{file, gzip, symlink, tar};
+    use olm_testkit::tar_archive::{file, gzip, symlink, tar};
 
-    type E = crate::test_tar::Entry<'static>;
+    type E = olm_testkit::tar_archive::Entry<'static>;
 
     fn dir(path: &'static str) -> E {
         (path, EntryType::Directory, b"", "")

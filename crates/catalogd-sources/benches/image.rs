@@ -13,7 +13,7 @@
 //! A plain binary (`harness = false`), since peak memory is a per-process measure:
 //!
 //! ```text
-//! cargo bench -p catalogd --bench image
+//! cargo bench -p catalogd-sources --bench image
 //! ```
 
 mod common;
@@ -21,15 +21,14 @@ use common::status_kib;
 use std::error::Error;
 use std::time::{Duration, Instant};
 
-use catalogd::source::Fetched;
-use catalogd::source::Mode;
-use catalogd::source::image::cache::LayerCache;
-use catalogd::source::image::registry::RegistryOptions;
-use catalogd::source::image::{ImageOptions, ImageSource};
+use catalogd_sources::{Fetched, Mode};
 use olm_api::catalog::{
     Catalog, CatalogSpec, ImageSource as ImageSpec, ResolvedImageSource, ResolvedSource, Source,
     SourceType,
 };
+use olm_puller::image::cache::LayerCache;
+use olm_puller::image::registry::RegistryOptions;
+use olm_puller::image::{ImageOptions, ImageSource};
 use olm_resolver::synth::{SynthConfig, generate};
 use olm_testkit::images::{Entry, layer, noise, push};
 use olm_testkit::registry::Registry;
@@ -156,7 +155,7 @@ async fn case(name: &str, host: &str, cache: &str) -> Result<(), Box<dyn Error>>
             registry: RegistryOptions {
                 timeout: Duration::from_secs(60),
                 // The benchmark's registry listens on loopback.
-                policy: std::sync::Arc::new(catalogd::source::network::NetworkPolicy {
+                policy: std::sync::Arc::new(olm_puller::network::NetworkPolicy {
                     allow_loopback: true,
                     ..Default::default()
                 }),
@@ -202,8 +201,8 @@ async fn case(name: &str, host: &str, cache: &str) -> Result<(), Box<dyn Error>>
     let started = Instant::now();
     // A budget of its own, as large as a pull may need.
     let (reserve, _) =
-        catalogd::budget::Reserve::new(catalogd::budget::UnpackBudget::new(256 << 20));
-    let fetched = source.fetch(&catalog, &mode, &reserve).await?;
+        olm_puller::budget::Reserve::new(olm_puller::budget::UnpackBudget::new(256 << 20));
+    let fetched = catalogd_sources::image::fetch(&source, &catalog, &mode, &reserve).await?;
     let elapsed = started.elapsed();
     let peak_kib = status_kib("VmHWM").unwrap_or(0);
     let files = match fetched {

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use ipnet::IpNet;
 
-use super::{SourceError, reasons};
+use crate::error::{Error, ErrorKind};
 
 /// How an admin sets the policy (catalogd's flags).
 #[derive(Debug, Clone, Default)]
@@ -38,9 +38,9 @@ pub struct NetworkPolicy {
 #[error("{0}")]
 pub struct Refused(pub String);
 
-impl From<Refused> for SourceError {
+impl From<Refused> for Error {
     fn from(r: Refused) -> Self {
-        SourceError::new(reasons::HOST_NOT_ALLOWED, r.0)
+        Error::new(ErrorKind::HostNotAllowed, r.0)
     }
 }
 

@@ -4,9 +4,9 @@
 
 use super::cache::BlobError;
 use super::filesystem::LayerError;
-use crate::http::describe;
+use crate::describe::describe;
+use crate::error::{Error, ErrorKind};
 use crate::network::{NetworkPolicy, Refused};
-use crate::{SourceError, reasons};
 
 /// The flag that bounds connecting to a registry and each read, named when one times out.
 pub const TIMEOUT_FLAG: &str = "--http-timeout-seconds";
@@ -47,7 +47,7 @@ pub enum PullError {
     Refused(#[from] Refused),
     /// The pull secret may not be sent where the registry asked for it.
     #[error("{}", .0.message)]
-    Credential(SourceError),
+    Credential(Error),
     /// A manifest, error or token larger than catalogd reads.
     #[error("{0}")]
     TooLarge(String),
@@ -90,7 +90,7 @@ impl PullError {
 
     /// The condition reason and message; `image` names the reference, `offered` what was
     /// offered as credentials.
-    pub fn into_source_error(self, image: &str, offered: &Offered) -> SourceError {
+    pub fn into_error(self, image: &str, offered: &Offered) -> Error {
         let (reason, why) = match self {
             PullError::Registry {
                 status,
@@ -105,51 +105,51 @@ impl PullError {
                     format!("the registry answered: {words}")
                 };
                 if has(&["MANIFEST_UNKNOWN", "NAME_UNKNOWN", "BLOB_UNKNOWN"]) || status == 404 {
-                    (reasons::SOURCE_NOT_FOUND, answered)
+                    (ErrorKind::NotFound, answered)
                 } else if has(&["UNAUTHORIZED", "DENIED"]) || status == 401 || status == 403 {
                     (
-                        reasons::UNAUTHORIZED,
+                        ErrorKind::Unauthorized,
                         format!("{}; {answered}", unauthorized(offered)),
                     )
                 } else if words.is_empty() {
-                    (reasons::UNPACK_FAILED, answered)
+                    (ErrorKind::Failed, answered)
                 } else {
                     (
-                        reasons::UNPACK_FAILED,
+                        ErrorKind::Failed,
                         format!("the registry answered HTTP {status}: {words}"),
                     )
                 }
             }
-            PullError::Unauthorized => (reasons::UNAUTHORIZED, unauthorized(offered)),
+            PullError::Unauthorized => (ErrorKind::Unauthorized, unauthorized(offered)),
             PullError::Request(e) => match NetworkPolicy::refusal_in(&e) {
-                Some(refused) => (reasons::HOST_NOT_ALLOWED, refused.0),
-                None => (reasons::UNPACK_FAILED, describe(e, TIMEOUT_FLAG)),
+                Some(refused) => (ErrorKind::HostNotAllowed, refused.0),
+                None => (ErrorKind::Failed, describe(e, TIMEOUT_FLAG)),
             },
-            PullError::Refused(refused) => (reasons::HOST_NOT_ALLOWED, refused.0),
-            PullError::Credential(e) => (e.reason, e.message),
-            PullError::TooLarge(why) => (reasons::CONTENT_TOO_LARGE, why),
+            PullError::Refused(refused) => (ErrorKind::HostNotAllowed, refused.0),
+            PullError::Credential(e) => (e.kind, e.message),
+            PullError::TooLarge(why) => (ErrorKind::TooLarge, why),
             PullError::Blob { what, source } => {
                 let reason = match &source {
-                    BlobError::Mismatch { .. } => reasons::CHECKSUM_MISMATCH,
-                    BlobError::TooLarge(_) => reasons::CONTENT_TOO_LARGE,
-                    _ => reasons::UNPACK_FAILED,
+                    BlobError::Mismatch { .. } => ErrorKind::DigestMismatch,
+                    BlobError::TooLarge(_) => ErrorKind::TooLarge,
+                    _ => ErrorKind::Failed,
                 };
                 (reason, format!("{what}: {source}"))
             }
             PullError::Layer { what, source } => {
                 let reason = match &source {
-                    LayerError::TooLarge(_) => reasons::CONTENT_TOO_LARGE,
+                    LayerError::TooLarge(_) => ErrorKind::TooLarge,
                     LayerError::Refused(_) | LayerError::Corrupt(_) | LayerError::TimedOut => {
-                        reasons::UNPACK_FAILED
+                        ErrorKind::Failed
                     }
                 };
                 (reason, format!("{what}: {source}"))
             }
             e @ (PullError::Invalid(_) | PullError::TimedOut(_)) => {
-                (reasons::UNPACK_FAILED, e.to_string())
+                (ErrorKind::Failed, e.to_string())
             }
         };
-        SourceError::new(reason, format!("pulling {image}: {why}"))
+        Error::new(reason, format!("pulling {image}: {why}"))
     }
 }
 
@@ -209,36 +209,35 @@ mod tests {
             "MANIFEST_UNKNOWN",
             "manifest unknown (MANIFEST_UNKNOWN)",
         )
-        .into_source_error("r/x:1", &Offered::Nothing);
-        assert_eq!(e.reason, reasons::SOURCE_NOT_FOUND);
+        .into_error("r/x:1", &Offered::Nothing);
+        assert_eq!(e.kind, ErrorKind::NotFound);
         assert_eq!(
             e.message,
             "pulling r/x:1: the registry answered: manifest unknown (MANIFEST_UNKNOWN)"
         );
-        let e = registry(500, "", "oops").into_source_error("r/x:1", &Offered::Nothing);
-        assert_eq!(e.reason, reasons::UNPACK_FAILED);
+        let e = registry(500, "", "oops").into_error("r/x:1", &Offered::Nothing);
+        assert_eq!(e.kind, ErrorKind::Failed);
         assert!(e.message.ends_with("HTTP 500: oops"), "{}", e.message);
-        let e = registry(403, "DENIED", "no").into_source_error("r/x:1", &Offered::Credentials);
-        assert_eq!(e.reason, reasons::UNAUTHORIZED);
+        let e = registry(403, "DENIED", "no").into_error("r/x:1", &Offered::Credentials);
+        assert_eq!(e.kind, ErrorKind::Unauthorized);
     }
 
     #[test]
     fn unauthorized_says_whether_credentials_were_sent() {
-        let without = PullError::Unauthorized.into_source_error("r/x:1", &Offered::Nothing);
-        let no_entry =
-            PullError::Unauthorized.into_source_error("r/x:1", &Offered::NoEntry("ps".into()));
+        let without = PullError::Unauthorized.into_error("r/x:1", &Offered::Nothing);
+        let no_entry = PullError::Unauthorized.into_error("r/x:1", &Offered::NoEntry("ps".into()));
         assert!(
             no_entry.message.contains("pull secret ps has none"),
             "{}",
             no_entry.message
         );
-        assert_eq!(without.reason, reasons::UNAUTHORIZED);
+        assert_eq!(without.kind, ErrorKind::Unauthorized);
         assert!(
             without
                 .message
                 .contains("unauthorized: it requires credentials")
         );
-        let with = PullError::Unauthorized.into_source_error("r/x:1", &Offered::Credentials);
+        let with = PullError::Unauthorized.into_error("r/x:1", &Offered::Credentials);
         assert!(
             with.message.contains("refused the credentials"),
             "{}",
@@ -249,11 +248,11 @@ mod tests {
     #[test]
     fn refusals_and_bounds_have_their_reasons() {
         let refused = PullError::Refused(Refused("169.254.169.254 is link-local".into()))
-            .into_source_error("r/x:1", &Offered::Nothing);
-        assert_eq!(refused.reason, reasons::HOST_NOT_ALLOWED);
+            .into_error("r/x:1", &Offered::Nothing);
+        assert_eq!(refused.kind, ErrorKind::HostNotAllowed);
         let big = PullError::TooLarge("the manifest is larger than 4194304 bytes".into())
-            .into_source_error("r/x:1", &Offered::Nothing);
-        assert_eq!(big.reason, reasons::CONTENT_TOO_LARGE);
+            .into_error("r/x:1", &Offered::Nothing);
+        assert_eq!(big.kind, ErrorKind::TooLarge);
     }
 
     #[test]
@@ -265,8 +264,8 @@ mod tests {
                 actual: "sha256:bb".into(),
             },
         }
-        .into_source_error("r/x:1", &Offered::Nothing);
-        assert_eq!(mismatch.reason, reasons::CHECKSUM_MISMATCH);
+        .into_error("r/x:1", &Offered::Nothing);
+        assert_eq!(mismatch.kind, ErrorKind::DigestMismatch);
         assert!(
             mismatch.message.contains("digest mismatch"),
             "{}",
@@ -276,7 +275,7 @@ mod tests {
             what: "layer 2".into(),
             source: LayerError::TooLarge("unpacks to more than 5 bytes".into()),
         }
-        .into_source_error("r/x:1", &Offered::Nothing);
-        assert_eq!(big.reason, reasons::CONTENT_TOO_LARGE);
+        .into_error("r/x:1", &Offered::Nothing);
+        assert_eq!(big.kind, ErrorKind::TooLarge);
     }
 }

@@ -8,7 +8,7 @@
 //!    shares no bookkeeping of the configs directory with the first.
 #![no_main]
 
-use catalogd::source::image::filesystem::ImageFs;
+use olm_puller::image::filesystem::ImageFs;
 use libfuzzer_sys::fuzz_target;
 
 const MAX: u64 = 64 * 1024;

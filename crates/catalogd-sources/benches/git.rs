@@ -13,7 +13,7 @@
 //! A plain binary (`harness = false`), since peak memory is a per-process measure:
 //!
 //! ```text
-//! cargo bench -p catalogd --bench git
+//! cargo bench -p catalogd-sources --bench git
 //! ```
 
 mod common;
@@ -21,9 +21,9 @@ use common::status_kib;
 use std::error::Error;
 use std::time::{Duration, Instant};
 
-use catalogd::source::git::remote::{self, Remote};
-use catalogd::source::git::spec::Want;
-use catalogd::source::git::tree;
+use catalogd_sources::git::remote::{self, Remote};
+use catalogd_sources::git::spec::Want;
+use catalogd_sources::git::tree;
 use olm_resolver::synth::{SynthConfig, generate};
 use olm_testkit::git::GitServer;
 use olm_testkit::images::noise;
@@ -106,7 +106,7 @@ async fn case(name: &str, url: &str, scratch: &str) -> Result<(), Box<dyn Error>
         timeout: Duration::from_secs(300),
         shown: url.to_owned(),
         // The benchmark's git server listens on loopback.
-        policy: std::sync::Arc::new(catalogd::source::network::NetworkPolicy {
+        policy: std::sync::Arc::new(olm_puller::network::NetworkPolicy {
             allow_loopback: true,
             ..Default::default()
         }),

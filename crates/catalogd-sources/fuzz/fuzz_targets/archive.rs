@@ -11,7 +11,7 @@ use libfuzzer_sys::fuzz_target;
 const MAX: u64 = 64 * 1024;
 
 fn check(body: Vec<u8>) {
-    let Ok(files) = catalogd::source::archive::files("https://h/c.tar.gz", body, MAX) else {
+    let Ok(files) = catalogd_sources::archive::files("https://h/c.tar.gz", body, MAX) else {
         return;
     };
     let mut total = 0u64;

@@ -7,7 +7,7 @@
 
 use k8s_openapi::api::core::v1::Secret;
 
-use super::{SourceError, reasons};
+use crate::error::{Error, ErrorKind};
 
 /// The annotation listing where a credential may be sent: host names (`git.example.com`,
 /// `registry.example.com:5000`, `*.example.com`) or URL prefixes
@@ -173,9 +173,9 @@ pub fn check(
     secret_name: &str,
     user: &User,
     target: &Target<'_>,
-) -> Result<(), SourceError> {
+) -> Result<(), Error> {
     let annotations = secret.metadata.annotations.as_ref();
-    let denied = |message: String| Err(SourceError::new(reasons::CREDENTIAL_NOT_ALLOWED, message));
+    let denied = |message: String| Err(Error::new(ErrorKind::CredentialNotAllowed, message));
     let annotation = user.annotation();
     if let Some(users) = annotations.and_then(|a| a.get(annotation)) {
         let allowed: Vec<&str> = users
@@ -255,7 +255,7 @@ mod tests {
         let url = url::Url::parse("https://git.example/r.git").unwrap();
         for s in [secret(&[]), secret(&[(HOSTS_ANNOTATION, "  ")])] {
             let err = check(&s, "tok", &User::Catalog("c".into()), &Target::Url(&url)).unwrap_err();
-            assert_eq!(err.reason, reasons::CREDENTIAL_NOT_ALLOWED);
+            assert_eq!(err.kind, ErrorKind::CredentialNotAllowed);
             assert!(err.message.contains(HOSTS_ANNOTATION), "{}", err.message);
             assert!(err.message.contains("git.example"), "{}", err.message);
         }

@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use catalogd::source::git::tree::{Item, Kind, ObjectId, Objects, files};
+use catalogd_sources::git::tree::{Item, Kind, ObjectId, Objects, files};
 use libfuzzer_sys::fuzz_target;
 
 const MAX: u64 = 1 << 20;

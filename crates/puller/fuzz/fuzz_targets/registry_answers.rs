@@ -7,7 +7,7 @@
 //! 3. A token, when found, is not empty.
 #![no_main]
 
-use catalogd::source::image::client::{Challenge, parse_challenge, parse_error_body, parse_token};
+use olm_puller::image::client::{Challenge, parse_challenge, parse_error_body, parse_token};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -1,4 +1,4 @@
-//! catalogd's registry client against a hostile registry. A real registry (the e2e tests use
+//! The puller's registry client against a hostile registry. A real registry (the e2e tests use
 //! Debian's docker-registry) never misbehaves like this, so this one is a small axum server
 //! here: it sends endless manifests and error bodies, names token services on addresses the
 //! network policy refuses or on hosts a pull secret does not name, and redirects blobs to a
@@ -11,12 +11,12 @@ use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use catalogd_sources::image::client::{self, Credentials};
-use catalogd_sources::image::errors::{Offered, PullError};
-use catalogd_sources::image::registry::{Access, Registries, RegistryOptions};
-use catalogd_sources::network::NetworkPolicy;
-use catalogd_sources::reasons;
 use oci_client::Reference;
+use olm_puller::ErrorKind;
+use olm_puller::image::client::{self, Credentials};
+use olm_puller::image::errors::{Offered, PullError};
+use olm_puller::image::registry::{Access, Registries, RegistryOptions};
+use olm_puller::network::NetworkPolicy;
 
 const MANIFEST: &str = r#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:00","size":2},"layers":[]}"#;
 
@@ -130,9 +130,9 @@ fn session(
         .unwrap()
 }
 
-fn reason(e: PullError) -> (&'static str, String) {
-    let e = e.into_source_error("the image", &Offered::Credentials);
-    (e.reason, e.message)
+fn reason(e: PullError) -> (ErrorKind, String) {
+    let e = e.into_error("the image", &Offered::Credentials);
+    (e.kind, e.message)
 }
 
 /// Basic credentials whose Secret names `hosts`.
@@ -141,7 +141,7 @@ fn credentials(hosts: &str) -> Credentials {
         metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
             annotations: Some(
                 [(
-                    catalogd_sources::scope::HOSTS_ANNOTATION.to_owned(),
+                    olm_puller::scope::HOSTS_ANNOTATION.to_owned(),
                     hosts.to_owned(),
                 )]
                 .into(),
@@ -156,7 +156,7 @@ fn credentials(hosts: &str) -> Credentials {
         scope: client::scope_of(
             Arc::new(secret),
             "pull".into(),
-            catalogd_sources::scope::User::Catalog("c".into()),
+            olm_puller::scope::User::Catalog("c".into()),
         ),
     }
 }
@@ -171,7 +171,7 @@ async fn endless_manifests_and_error_bodies_are_cut_short() {
         .await
         .unwrap_err();
     let (why, message) = reason(err);
-    assert_eq!(why, reasons::CONTENT_TOO_LARGE, "{message}");
+    assert_eq!(why, ErrorKind::TooLarge, "{message}");
     assert!(message.contains("4194304"), "{message}");
     // An endless error body: the status is the answer, in a bounded message.
     let err = session(&registries, port, "broken", &anonymous)
@@ -179,7 +179,7 @@ async fn endless_manifests_and_error_bodies_are_cut_short() {
         .await
         .unwrap_err();
     let (why, message) = reason(err);
-    assert_eq!(why, reasons::UNPACK_FAILED, "{message}");
+    assert_eq!(why, ErrorKind::Failed, "{message}");
     assert!(message.contains("HTTP 500"), "{message}");
     assert!(message.len() < 400, "{} bytes", message.len());
 }
@@ -213,7 +213,7 @@ async fn a_token_service_is_asked_anonymously_or_with_credentials_it_may_receive
         .await
         .unwrap_err();
     let (why, message) = reason(err);
-    assert_eq!(why, reasons::CREDENTIAL_NOT_ALLOWED, "{message}");
+    assert_eq!(why, ErrorKind::CredentialNotAllowed, "{message}");
     assert!(message.contains("localhost"), "{message}");
     assert!(state.token_requests.lock().unwrap().is_empty());
     // Named too: sent.
@@ -239,7 +239,7 @@ async fn token_services_and_redirects_obey_the_network_policy() {
         .await
         .unwrap_err();
     let (why, message) = reason(err);
-    assert_eq!(why, reasons::HOST_NOT_ALLOWED, "{message}");
+    assert_eq!(why, ErrorKind::HostNotAllowed, "{message}");
     assert!(message.contains("169.254.169.254"), "{message}");
 
     // A blob redirected to the metadata address is not followed.
@@ -252,7 +252,7 @@ async fn token_services_and_redirects_obey_the_network_policy() {
         Err(e) => e,
     };
     let (why, message) = reason(err);
-    assert_eq!(why, reasons::HOST_NOT_ALLOWED, "{message}");
+    assert_eq!(why, ErrorKind::HostNotAllowed, "{message}");
 
     // And a registry on a refused address is never asked.
     let strict = Registries::new(RegistryOptions {
@@ -281,5 +281,5 @@ async fn a_manifest_must_have_the_digest_it_is_asked_by() {
         .await
         .unwrap_err();
     let (why, message) = reason(err);
-    assert_eq!(why, reasons::CHECKSUM_MISMATCH, "{message}");
+    assert_eq!(why, ErrorKind::DigestMismatch, "{message}");
 }

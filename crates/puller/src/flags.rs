@@ -2,12 +2,13 @@
 //! (catalogd for catalogs, the provisioner for bundles), so that both take the same flags with
 //! the same meaning (docs/catalogs.md, "Network policy"; docs/provisioner.md).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::image::ImageOptions;
+use crate::image::cache::LayerCache;
 use crate::image::registry::{RegistryOptions, check_ca};
+use crate::image::{ImageMetrics, ImageOptions, ImageSource};
 use crate::network::NetworkPolicy;
 
 /// Where sources may connect.
@@ -110,5 +111,48 @@ impl ImageArgs {
             max_concurrent_pulls: self.max_concurrent_pulls,
             allow_credentials_without_tls_verify: network.allow_credentials_without_tls_verify,
         }
+    }
+}
+
+/// What a manager tells the puller beside its image and network flags.
+pub struct Setup<'a> {
+    /// The manager's client: pull secrets are read with it.
+    pub client: kube::Client,
+    /// The namespace pull secrets are read from (the manager's own).
+    pub namespace: String,
+    /// The registry CA read from `--registry-ca-file` ([`ImageArgs::registry_ca`]).
+    pub registry_ca: Option<Vec<u8>>,
+    /// How long one request may take (the manager's `--http-timeout-seconds`).
+    pub request_timeout: Duration,
+    /// The largest layer and content accepted (`--max-content-bytes`).
+    pub max_bytes: u64,
+    /// Where the layer cache lives.
+    pub cache_dir: &'a Path,
+    /// The manager's counters of layers and bytes, if it exports them.
+    pub metrics: Option<ImageMetrics>,
+}
+
+impl ImageArgs {
+    /// The image source these flags and `network`'s describe, for `setup`, its layer cache
+    /// opened (made, and what a killed process left cleared) in `setup.cache_dir`.
+    pub fn image_source(
+        &self,
+        network: &NetworkArgs,
+        setup: Setup<'_>,
+    ) -> std::io::Result<ImageSource> {
+        let cache = LayerCache::open(setup.cache_dir, self.layer_cache_bytes)?;
+        let options = self.options(
+            network,
+            setup.registry_ca,
+            setup.request_timeout,
+            setup.max_bytes,
+        );
+        Ok(ImageSource::new(
+            setup.client,
+            setup.namespace,
+            options,
+            cache,
+            setup.metrics,
+        ))
     }
 }

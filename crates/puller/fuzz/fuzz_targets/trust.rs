@@ -12,8 +12,8 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-use catalogd::source::network::NetworkPolicy;
-use catalogd::source::scope::{HOSTS_ANNOTATION, Target, User, check};
+use olm_puller::network::NetworkPolicy;
+use olm_puller::scope::{HOSTS_ANNOTATION, Target, User, check};
 use k8s_openapi::api::core::v1::Secret;
 use libfuzzer_sys::fuzz_target;
 

@@ -3,8 +3,8 @@
 //! docs/performance.md), so the sum of those sizes is what must be bounded, not the number of
 //! reconciles. A source takes its share **before** it reads a body ([`Reserve`]), for the most
 //! that body may be (its announced length, or `--max-content-bytes`), and the share shrinks
-//! to what was read; so fetched bodies never pile up outside the budget. catalogd refuses to
-//! start with `--max-content-bytes` above the budget, so one catalog always fits.
+//! to what was read; so fetched bodies never pile up outside the budget. A manager refuses to
+//! start with `--max-content-bytes` above its budget, so one body always fits.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -13,55 +13,11 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 /// Permits are KiB, so a u32 request covers any size.
 const UNIT: u64 = 1024;
 
-/// What catalogd needs besides content: the runtime, the clients and caches, the content
-/// server, the served catalogs' indexes (measured: docs/performance.md).
-pub const BASE_BYTES: u64 = 128 << 20;
 /// What a byte of content costs at most while it is held and unpacked (the worst case,
 /// catalogs of the smallest blobs, measured 9 to 10; realistic ones about 3).
 pub const UNPACK_FACTOR: u64 = 10;
 /// The zstd window one image pull may decode with (`filesystem::ZSTD_WINDOW_LOG_MAX`).
 pub const ZSTD_WINDOW_BYTES: u64 = 8 << 20;
-
-/// The settings the memory bound depends on.
-#[derive(Debug, Clone, Copy)]
-pub struct MemorySettings {
-    /// `--max-content-bytes`.
-    pub max_content_bytes: u64,
-    /// `--unpack-budget-bytes`.
-    pub unpack_budget_bytes: u64,
-    /// `--max-concurrent-generators`: each held upload is at most `max_content_bytes`.
-    pub max_concurrent_generators: u64,
-    /// `--max-concurrent-pulls`: each decodes with one zstd window.
-    pub max_concurrent_pulls: u64,
-    /// `--max-served-index-bytes`: the served catalogs' in-memory indexes.
-    pub max_served_index_bytes: u64,
-}
-
-/// The most memory catalogd uses with `s`, the formula docs/install.md gives and the chart
-/// checks against its memory limit: `BASE + UNPACK_FACTOR × budget + generators × max
-/// content + pulls × zstd window + served indexes`.
-pub fn memory_bound(s: MemorySettings) -> u64 {
-    BASE_BYTES
-        .saturating_add(UNPACK_FACTOR.saturating_mul(s.unpack_budget_bytes))
-        .saturating_add(
-            s.max_concurrent_generators
-                .saturating_mul(s.max_content_bytes),
-        )
-        .saturating_add(s.max_concurrent_pulls.saturating_mul(ZSTD_WINDOW_BYTES))
-        .saturating_add(s.max_served_index_bytes)
-}
-
-/// Why the settings cannot bound memory: a catalog larger than the budget could never be
-/// unpacked within it.
-pub fn check_settings(s: MemorySettings) -> Result<(), String> {
-    if s.max_content_bytes > s.unpack_budget_bytes {
-        return Err(format!(
-            "--max-content-bytes ({}) is larger than --unpack-budget-bytes ({}): one catalog would not fit the budget that bounds catalogd's memory; raise the budget (and the memory limit: docs/install.md) or lower the limit",
-            s.max_content_bytes, s.unpack_budget_bytes
-        ));
-    }
-    Ok(())
-}
 
 /// The unpack budget, shared by every reconcile.
 #[derive(Debug, Clone)]
@@ -204,26 +160,6 @@ impl Reserve {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_defaults_fit_the_charts_memory_limit_and_a_catalog_fits_the_budget() {
-        let defaults = MemorySettings {
-            max_content_bytes: 64 << 20,
-            unpack_budget_bytes: 64 << 20,
-            max_concurrent_generators: 2,
-            max_concurrent_pulls: 2,
-            max_served_index_bytes: 96 << 20,
-        };
-        assert_eq!(memory_bound(defaults), (128 + 640 + 128 + 16 + 96) << 20);
-        assert!(memory_bound(defaults) <= 1 << 30, "the chart's 1Gi");
-        assert!(check_settings(defaults).is_ok());
-        let err = check_settings(MemorySettings {
-            max_content_bytes: 65 << 20,
-            ..defaults
-        })
-        .unwrap_err();
-        assert!(err.contains("--unpack-budget-bytes"), "{err}");
-    }
 
     #[tokio::test]
     async fn a_reservation_waits_says_so_and_shrinks_to_what_was_read() {

@@ -127,7 +127,7 @@ pub fn walk<R: Read, E: From<WalkError>>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_tar::{file, symlink, tar};
+    use olm_testkit::tar_archive::{file, symlink, tar};
     use tar::EntryType;
 
     #[derive(Debug)]

@@ -20,9 +20,9 @@ use reqwest::{Response, StatusCode};
 use super::cache::Hasher;
 use super::errors::PullError;
 use super::manifest::ACCEPTED;
+use crate::error::{Error, ErrorKind};
 use crate::network::NetworkPolicy;
 use crate::scope::Target;
-use crate::{SourceError, reasons};
 
 /// The largest manifest read (the OCI distribution spec asks registries to accept 4 MiB).
 pub const MAX_MANIFEST_BYTES: u64 = 4 << 20;
@@ -30,7 +30,7 @@ pub const MAX_MANIFEST_BYTES: u64 = 4 << 20;
 pub const MAX_SMALL_BODY_BYTES: u64 = 64 << 10;
 
 /// Decides whether the credentials may be sent to a target (the pull secret's scope).
-pub type ScopeCheck = Arc<dyn Fn(&Target<'_>) -> Result<(), SourceError> + Send + Sync>;
+pub type ScopeCheck = Arc<dyn Fn(&Target<'_>) -> Result<(), Error> + Send + Sync>;
 
 /// What a pull authenticates with.
 #[derive(Clone)]
@@ -330,7 +330,7 @@ impl Session {
         if url.scheme() != "https" && self.base.scheme() == "https" {
             return Err(PullError::Invalid(format!(
                 "the registry names a token service over plain HTTP ({}), which is never used",
-                crate::http::redact(realm)
+                crate::redact::redact(realm)
             )));
         }
         self.policy.check_url(&url)?;
@@ -445,10 +445,10 @@ pub fn check_tls_for_credentials(
     credentials: &Credentials,
     skip_tls_verify: bool,
     allowed: bool,
-) -> Result<(), SourceError> {
+) -> Result<(), Error> {
     match credentials {
-        Credentials::Basic { .. } if skip_tls_verify && !allowed => Err(SourceError::new(
-            reasons::CREDENTIAL_NOT_ALLOWED,
+        Credentials::Basic { .. } if skip_tls_verify && !allowed => Err(Error::new(
+            ErrorKind::CredentialNotAllowed,
             "spec.source.image.insecureSkipTLSVerify is set together with a pull secret: without checking the registry's certificate, anyone in between would receive the credentials. Nothing was sent; verify TLS (name a CA with --registry-ca-file), or have the admin allow it (--allow-credentials-without-tls-verify)",
         )),
         _ => Ok(()),
@@ -516,7 +516,7 @@ mod tests {
             scope: Arc::new(|_: &Target<'_>| Ok(())),
         };
         let err = check_tls_for_credentials(&basic, true, false).unwrap_err();
-        assert_eq!(err.reason, reasons::CREDENTIAL_NOT_ALLOWED);
+        assert_eq!(err.kind, ErrorKind::CredentialNotAllowed);
         assert!(
             err.message
                 .contains("--allow-credentials-without-tls-verify")

@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::Secret;
 use oci_client::secrets::RegistryAuth;
 use serde::Deserialize;
 
-use crate::{SourceError, reasons};
+use crate::error::{Error, ErrorKind};
 
 /// The Secret type of pull secrets.
 pub const DOCKER_CONFIG_JSON: &str = "kubernetes.io/dockerconfigjson";
@@ -32,14 +32,10 @@ struct AuthEntry {
 
 /// The credentials `secret` (named `name` in messages) holds for `registry`, or `Anonymous`
 /// when it has none for it. Messages never carry a credential.
-pub fn registry_auth(
-    secret: &Secret,
-    name: &str,
-    registry: &str,
-) -> Result<RegistryAuth, SourceError> {
+pub fn registry_auth(secret: &Secret, name: &str, registry: &str) -> Result<RegistryAuth, Error> {
     let invalid = |why: String| {
-        SourceError::new(
-            reasons::INVALID_CREDENTIALS,
+        Error::new(
+            ErrorKind::InvalidCredentials,
             format!("pull secret {name} {why}"),
         )
     };
@@ -188,7 +184,7 @@ mod tests {
             ),
         ] {
             let err = registry_auth(&s, "ps", "r.io").unwrap_err();
-            assert_eq!(err.reason, reasons::INVALID_CREDENTIALS);
+            assert_eq!(err.kind, ErrorKind::InvalidCredentials);
             assert!(err.message.contains(why), "{why}: {}", err.message);
             assert!(!err.message.contains("s3cret"), "{}", err.message);
         }
