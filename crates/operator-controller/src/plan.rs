@@ -356,3 +356,34 @@ pub fn plan(
         retry,
     }
 }
+
+/// The status to write when the BundleDeployment `planned` could not be written (`message`
+/// says why): not installed and nothing named as installed, the rest as planned; and the
+/// event that says so.
+pub fn bundle_deployment_not_written(
+    op: &Operator,
+    planned: &OperatorStatus,
+    message: String,
+    now: &Time,
+) -> (OperatorStatus, PlannedEvent) {
+    let mut status = planned.clone();
+    set_condition(
+        &mut status.conditions,
+        condition(
+            types::INSTALLED,
+            "False",
+            reasons::INSTALLATION_FAILED,
+            message.clone(),
+            op.metadata.generation,
+            now,
+        ),
+    );
+    status.installed_bundle_resource = None;
+    status.installed_version = None;
+    let event = PlannedEvent {
+        warning: true,
+        reason: "InstallationFailed",
+        note: message,
+    };
+    (status, event)
+}

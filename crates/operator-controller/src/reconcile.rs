@@ -17,16 +17,16 @@ use kube::runtime::reflector::{ObjectRef, Store as Reflector};
 use kube::{Client, ResourceExt};
 use olm_api::bundle_deployment::BundleDeployment;
 use olm_api::catalog::Catalog;
-use olm_api::conditions::{find_condition, set_condition};
+use olm_api::conditions::find_condition;
 use olm_api::operator::{Operator, OperatorStatus};
 use olm_runtime::events::EventPublisher;
 
 use crate::FIELD_MANAGER;
 use crate::backoff::Backoffs;
 use crate::metrics::OperatorMetrics;
-use crate::plan::plan;
+use crate::plan::{bundle_deployment_not_written, plan};
 use crate::resolution::{Resolver, Snapshot};
-use crate::status::{condition, reasons, types};
+use crate::status::types;
 
 /// Everything a reconcile needs.
 pub struct Context {
@@ -196,7 +196,7 @@ pub async fn reconcile(op: Arc<Operator>, ctx: &Context) -> Result<Action, Error
         &name,
         ctx.bundle_deployments.get(&ObjectRef::new(&name)),
     );
-    let mut plan = plan(&op, existing.as_deref(), &decision, &now());
+    let plan = plan(&op, existing.as_deref(), &decision, &now());
 
     if let Some(bd) = &plan.apply {
         let api: Api<BundleDeployment> = Api::all(ctx.client.clone());
@@ -222,27 +222,15 @@ pub async fn reconcile(op: Arc<Operator>, ctx: &Context) -> Result<Action, Error
         }
         if let Err(e) = written {
             let message = format!("writing the BundleDeployment failed: {e}");
-            set_condition(
-                &mut plan.status.conditions,
-                condition(
-                    types::INSTALLED,
-                    "False",
-                    reasons::INSTALLATION_FAILED,
-                    message.clone(),
-                    op.metadata.generation,
-                    &now(),
-                ),
-            );
-            plan.status.installed_bundle_resource = None;
-            plan.status.installed_version = None;
-            write_status(ctx, &op, &plan.status).await?;
+            let (status, event) = bundle_deployment_not_written(&op, &plan.status, message, &now());
+            write_status(ctx, &op, &status).await?;
             ctx.events
                 .publish(
                     op.as_ref(),
                     EventType::Warning,
-                    "InstallationFailed",
+                    event.reason,
                     "Apply",
-                    message,
+                    event.note,
                 )
                 .await;
             return Err(Error::Kube("writing the BundleDeployment", e));

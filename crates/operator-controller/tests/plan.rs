@@ -395,3 +395,31 @@ fn a_bundle_deployment_with_nothing_installed_is_not_installed_not_unhealthy() {
     assert_eq!(cond(&p, "Healthy"), ("False".into(), "NotInstalled".into()));
     assert!(p.events.iter().all(|e| e.reason != "Unhealthy"));
 }
+
+#[test]
+fn a_bundle_deployment_that_cannot_be_written_is_not_installed_and_says_why() {
+    let (mut op, mut bd) = (operator(1), None);
+    let planned = step(&mut op, &mut bd, Answer::Resolved(bundle("1.0.0")));
+    let mut installed = planned.status.clone();
+    installed.installed_version = Some("0.9.0".into());
+    let (status, event) = operator_controller::plan::bundle_deployment_not_written(
+        &op,
+        &installed,
+        "writing the BundleDeployment failed: forbidden".into(),
+        &now(),
+    );
+    let c = find_condition(&status.conditions, "Installed").unwrap();
+    assert_eq!(
+        (c.status.as_str(), c.reason.as_str()),
+        ("False", "InstallationFailed")
+    );
+    assert!(c.message.contains("forbidden"), "{}", c.message);
+    assert_eq!(status.installed_version, None);
+    assert_eq!(status.installed_bundle_resource, None);
+    // The rest is as planned.
+    assert_eq!(
+        find_condition(&status.conditions, "Resolved"),
+        find_condition(&planned.status.conditions, "Resolved")
+    );
+    assert!(event.warning && event.reason == "InstallationFailed");
+}

@@ -99,12 +99,7 @@ async fn preview(
     };
     let (rendered, _, _share) = read(ctx, owner, &rendering, source).await?;
     // With the certificates the installed set was synced with, so that they are no change.
-    let injection = ctx
-        .certs_synced
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .get(&owner.name)
-        .cloned();
+    let injection = ctx.memory.synced_with(&owner.name);
     let objects = match injection {
         Some(injection) => crate::certs::inject(rendered.objects, &rendered.serving, &injection),
         None => rendered.objects,

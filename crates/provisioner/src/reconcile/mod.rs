@@ -3,7 +3,7 @@
 //! drift, without fetching again; reading and parsing take a share of the unpack budget); the status is written with server-side apply, only when it changed.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use kube::api::{Api, Patch, PatchParams};
@@ -14,7 +14,7 @@ use olm_puller::budget::Share;
 use olm_runtime::{EventPublisher, EventType};
 use serde_json::json;
 
-use crate::apply::{Applied, Applier, ApplyError};
+use crate::apply::{Applier, ApplyError};
 use crate::certs::{Certs, Injection};
 use crate::crd_safety::preflight::PreflightError;
 use crate::drift::Drift;
@@ -33,6 +33,9 @@ use crate::status::{Attempt, Installed, reasons};
 
 mod certs;
 mod dry_run;
+mod memory;
+
+pub use memory::{Held, Memory};
 mod report;
 
 /// How often an installed BundleDeployment is looked at again by default
@@ -55,8 +58,8 @@ pub struct Context {
     pub fetcher: Fetcher,
     /// Events about BundleDeployments.
     pub events: EventPublisher,
-    /// The objects of each BundleDeployment's last fetched template.
-    pub contents: Mutex<HashMap<String, Held>>,
+    /// What is remembered of each BundleDeployment between reconciles.
+    pub memory: Memory,
     /// The kinds bundles may hold.
     pub allowed: Allowed,
     /// The provisioner's own metric families.
@@ -65,16 +68,8 @@ pub struct Context {
     pub drift: Drift,
     /// How often an installed BundleDeployment is looked at again without a trigger.
     pub resync: Duration,
-    /// The applied objects whose health each BundleDeployment's `Healthy` tells.
-    pub health_targets: Mutex<HashMap<String, Vec<Applied>>>,
-    /// What each looked-at object said, at the version it was read at, per BundleDeployment.
-    pub health_reads: Mutex<HashMap<String, HashMap<Key, Read>>>,
     /// How serving certificates are issued.
     pub certs: Certs,
-    /// The certificates each BundleDeployment's objects were last synced with: while they are
-    /// the ones to put in, a reconcile restores only what drifted; otherwise (a rotation step,
-    /// a sync that failed after one) it syncs the whole set.
-    pub certs_synced: Mutex<HashMap<String, Injection>>,
     /// Renders Helm charts and kustomizations.
     pub renderer: Renderer,
 }
@@ -98,17 +93,23 @@ impl Context {
             applier,
             fetcher,
             events,
-            contents: Mutex::default(),
+            memory: Memory::default(),
             allowed,
             metrics,
             drift,
             resync: RESYNC,
-            health_targets: Mutex::default(),
-            health_reads: Mutex::default(),
             certs,
-            certs_synced: Mutex::default(),
             renderer,
         }
+    }
+
+    /// Forgets everything of `bd` (it is uninstalled): what is remembered of it, its count of
+    /// managed objects, and what its drift watches knew (watches no set uses stop).
+    fn forget(&self, bd: &str) {
+        self.memory.forget(bd);
+        let _ = self.metrics.managed_objects.remove_label_values(&[bd]);
+        self.drift.state().forget(bd);
+        self.drift.stop_unused();
     }
 
     /// This context, resyncing every `every`.
@@ -116,71 +117,6 @@ impl Context {
         self.resync = every;
         self
     }
-
-    /// Forgets what `bd`'s objects (those in `keys`, or all) said when their health was read.
-    fn forget_health_reads(&self, bd: &str, keys: Option<&[Key]>) {
-        let mut reads = self
-            .health_reads
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        match keys {
-            None => {
-                reads.remove(bd);
-            }
-            Some(keys) => {
-                if let Some(reads) = reads.get_mut(bd) {
-                    reads.retain(|k, _| !keys.contains(k));
-                }
-            }
-        }
-    }
-
-    /// Remembers what `bd`'s set was synced with (`None`: forgets it).
-    fn synced(&self, bd: &str, injection: Option<Injection>) {
-        let mut synced = self
-            .certs_synced
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        match injection {
-            Some(i) => synced.insert(bd.to_owned(), i),
-            None => synced.remove(bd),
-        };
-    }
-
-    /// Whether `bd`'s set was last synced with `injection`.
-    fn synced_with(&self, bd: &str, injection: &Injection) -> bool {
-        self.certs_synced
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(bd)
-            == Some(injection)
-    }
-
-    /// What is held of `bd`'s template `bundle`, rendered with the values of hash `values`.
-    fn held(&self, bd: &str, bundle: &str, values: &str) -> Option<Held> {
-        self.contents
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(bd)
-            .filter(|h| h.bundle == bundle && h.values == values)
-            .cloned()
-    }
-}
-
-/// A template's objects, by its bundle name.
-#[derive(Debug, Clone)]
-pub struct Held {
-    /// The template's bundle name (`<bd>-<hash>`).
-    pub bundle: String,
-    /// Its objects, as held between reconciles (without certificates).
-    pub objects: Arc<Vec<Stored>>,
-    /// The Deployments among them serving webhooks or APIServices.
-    pub serving: Arc<Vec<Serving>>,
-    /// For an image, the reference by the digest pulled.
-    pub resolved: Option<String>,
-    /// The hash of the values a chart was rendered with (every value, `valuesFrom`'s too) and
-    /// of the capabilities it was told: other ones render again; the same never do.
-    pub values: String,
 }
 
 /// Why a reconcile failed (it is retried).
@@ -224,19 +160,7 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
             for kept in &removed.kept {
                 report::kept(&ctx, &bd, kept, "Uninstall").await;
             }
-            ctx.contents
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&name);
-            ctx.health_targets
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&name);
-            ctx.forget_health_reads(&name, None);
-            ctx.synced(&name, None);
-            let _ = ctx.metrics.managed_objects.remove_label_values(&[&name]);
-            ctx.drift.state().forget(&name);
-            ctx.drift.stop_unused();
+            ctx.forget(&name);
             set_finalizer(&ctx.client, &name, false).await?;
             Ok(Action::await_change())
         }
@@ -271,13 +195,7 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
             let before = installed_of(&bd);
             let (attempt, certs_due) =
                 install(&ctx, &bd, &owner, format, &source, &wanted, &settings).await;
-            let fetched = ctx
-                .contents
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .get(&name)
-                .filter(|h| h.bundle == wanted.bundle)
-                .and_then(|h| h.resolved.clone());
+            let fetched = ctx.memory.resolved(&name, &wanted.bundle);
             ctx.metrics
                 .results
                 .with_label_values(&[attempt.reason()])
@@ -334,19 +252,8 @@ const ENDPOINTS_AGAIN: Duration = Duration::from_secs(3);
 /// unless the drift watches see it still at the version it was last read at (one that cannot
 /// be read counts as unhealthy, saying why).
 async fn health(ctx: &Context, bd: &str) -> Health {
-    let targets = ctx
-        .health_targets
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(bd)
-        .cloned()
-        .unwrap_or_default();
-    let before = ctx
-        .health_reads
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .remove(bd)
-        .unwrap_or_default();
+    let targets = ctx.memory.health_targets(bd);
+    let before = ctx.memory.take_health_reads(bd);
     let mut reads = HashMap::with_capacity(targets.len());
     let mut verdicts = Vec::with_capacity(targets.len());
     for target in targets {
@@ -402,10 +309,7 @@ async fn health(ctx: &Context, bd: &str) -> Health {
             }
         }
     }
-    ctx.health_reads
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .insert(bd.to_owned(), reads);
+    ctx.memory.put_health_reads(bd, reads);
     crate::health::of(verdicts)
 }
 
@@ -467,7 +371,7 @@ async fn install(
         },
         _ => crate::values::hash(&values),
     };
-    let held = ctx.held(&owner.name, &wanted.bundle, &values_hash);
+    let held = ctx.memory.held(&owner.name, &wanted.bundle, &values_hash);
     let current = installed_of(bd).as_ref() == Some(wanted);
     // Certificates first, for what is held: other ones than the set was synced with (a
     // rotation step) are a whole sync.
@@ -477,7 +381,7 @@ async fn install(
         if let Some(drifted) = drifted {
             match certs::prepare(ctx, owner, &h.serving).await {
                 Err(e) => return (e, None),
-                Ok(p) if ctx.synced_with(&owner.name, &p.injection) => {
+                Ok(p) if ctx.memory.synced_with(&owner.name).as_ref() == Some(&p.injection) => {
                     let attempt = restore(
                         ctx,
                         bd,
@@ -590,19 +494,16 @@ async fn sync(
                 Err(attempt) => return (attempt, None),
             };
             let (objects, serving) = (rendered.objects, Arc::new(rendered.serving));
-            ctx.contents
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .insert(
-                    owner.name.clone(),
-                    Held {
-                        bundle: wanted.bundle.clone(),
-                        objects: Arc::new(objects.iter().map(Stored::of).collect()),
-                        serving: serving.clone(),
-                        resolved,
-                        values: rendering.values_hash.clone(),
-                    },
-                );
+            ctx.memory.hold(
+                &owner.name,
+                Held {
+                    bundle: wanted.bundle.clone(),
+                    objects: Arc::new(objects.iter().map(Stored::of).collect()),
+                    serving: serving.clone(),
+                    resolved,
+                    values: rendering.values_hash.clone(),
+                },
+            );
             (objects, serving, share)
         }
     };
@@ -627,13 +528,13 @@ async fn sync(
         );
     }
     // Forgotten until this sync succeeds: a failed one is followed by a whole sync.
-    ctx.synced(&owner.name, None);
+    ctx.memory.synced(&owner.name, None);
     let home = match before_sync(ctx, bd, owner, format, settings, &objects).await {
         Ok(home) => home,
         Err(attempt) => return (attempt, due),
     };
     // What this sync writes, its watch may not have seen yet: health is read afresh after it.
-    ctx.forget_health_reads(&owner.name, None);
+    ctx.memory.forget_health_reads(&owner.name, None);
     let timer = ctx.metrics.apply_duration.start_timer();
     let synced = ctx.applier.sync_in(owner, objects, home.as_deref()).await;
     timer.observe_duration();
@@ -652,18 +553,15 @@ async fn sync(
             );
             ctx.drift.watch(&synced.applied);
             ctx.drift.stop_unused();
-            ctx.health_targets
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .insert(
-                    owner.name.clone(),
-                    synced
-                        .applied
-                        .iter()
-                        .filter(|a| crate::health::watched(&a.key) || serves(&serving, &a.key))
-                        .cloned()
-                        .collect(),
-                );
+            ctx.memory.set_health_targets(
+                &owner.name,
+                synced
+                    .applied
+                    .iter()
+                    .filter(|a| crate::health::watched(&a.key) || serves(&serving, &a.key))
+                    .cloned()
+                    .collect(),
+            );
             if !synced.removed.is_empty() {
                 let note = format!("pruned {}", report::list(&synced.removed));
                 tracing::info!(bundle_deployment = %owner.name, "{note}");
@@ -674,7 +572,7 @@ async fn sync(
             for kept in &synced.kept {
                 report::kept(ctx, bd, kept, "Install").await;
             }
-            ctx.synced(&owner.name, Some(prepared.injection));
+            ctx.memory.synced(&owner.name, Some(prepared.injection));
             (Attempt::Applied, due)
         }
         Err(e) => (e.into(), due),
@@ -738,7 +636,7 @@ async fn restore(
     if drifted.is_empty() {
         return Attempt::Applied;
     }
-    ctx.forget_health_reads(&owner.name, Some(drifted));
+    ctx.memory.forget_health_reads(&owner.name, Some(drifted));
     let moved_key = |k: &Key| drifted.contains(k) || drifted.contains(&ctx.applier.placed_key(k));
     // With certificates, every object is read and they are put in (what they add, Secrets
     // and Roles, may be what moved); without, only what moved is read.
