@@ -109,18 +109,26 @@ fn members(cargo_toml: &str) -> Vec<String> {
 }
 
 /// The text of the section of `doc` under the heading `heading` (to the next heading of the
-/// same or a higher level).
+/// same or a higher level; `#` lines in fenced code are not headings).
 fn section<'a>(doc: &'a str, heading: &str) -> &'a str {
     let level = heading.chars().take_while(|c| *c == '#').count();
     let Some(start) = doc.find(&format!("\n{heading}\n")) else {
         return "";
     };
     let body = &doc[start + heading.len() + 2..];
-    let end = body
-        .match_indices("\n#")
-        .find(|(at, _)| body[at + 1..].chars().take_while(|c| *c == '#').count() <= level)
-        .map_or(body.len(), |(at, _)| at);
-    &body[..end]
+    let (mut fenced, mut end) = (false, 0);
+    for line in body.split_inclusive('\n') {
+        if line.starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced
+            && line.starts_with('#')
+            && line.chars().take_while(|c| *c == '#').count() <= level
+        {
+            return &body[..end];
+        }
+        end += line.len();
+    }
+    body
 }
 
 /// The members that are not the first cell of a row of a table in `text`.
@@ -199,10 +207,14 @@ fn a_member_or_a_pipeline_left_out_is_found() {
     assert_eq!(members, ["crates/a", "e2e"]);
     let table = "| path | what |\n|---|---|\n| `crates/a` | a |\n";
     assert_eq!(without_a_row(&members, table), ["e2e"]);
-    let doc = "# T\n\n## Pipelines\n\n### a\n\nIt does.\n\n### e2e\n\n## Next\n\nmore\n";
+    let doc = "# T\n\n## Pipelines\n\n### a\n\nIt does:\n```\n# a comment\nrun\n```\n\n### e2e\n\n## Next\n\nmore\n";
     let managers = ["a".to_owned(), "e2e".to_owned(), "b".to_owned()];
     assert_eq!(
         without_a_pipeline(&managers, section(doc, "## Pipelines")),
         ["e2e", "b"]
+    );
+    assert!(
+        section(doc, "### a").ends_with("run\n```\n\n"),
+        "fenced # is no heading"
     );
 }

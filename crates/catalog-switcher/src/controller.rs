@@ -3,6 +3,7 @@
 //! again when the API server's version changes, and reconciles counted in the
 //! controller-runtime metrics.
 
+use olm_runtime::retry::Retry;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -91,13 +92,14 @@ pub async fn run<K>(
         concurrency: CONCURRENCY,
         metrics,
         shutdown: stop,
+        retry: Retry::Fixed(Duration::from_secs(10)),
     }
     .run(
         controller,
         reconcile::reconcile,
-        |_, error, _| {
-            tracing::warn!(%error, "reconcile failed; retrying in 10 s");
-            Action::requeue(Duration::from_secs(10))
+        |_, error, wait| {
+            tracing::warn!(%error, "reconcile failed; retrying in {} s", wait.as_secs());
+            Action::requeue(wait)
         },
         ctx,
     )

@@ -105,16 +105,11 @@ impl Manager for CatalogSwitcher {
             ctx,
             rt.metrics.clone(),
             catalogs_rx,
-            move |event| match event {
-                Ok(watcher::Event::Init) => poll_now.notify_one(),
-                Ok(watcher::Event::InitDone | watcher::Event::Apply(_)) => {
-                    catalogs_ready.set_ready(true)
+            move |event| {
+                if let Ok(watcher::Event::Init) = event {
+                    poll_now.notify_one();
                 }
-                Ok(watcher::Event::Delete(_) | watcher::Event::InitApply(_)) => {}
-                Err(error) => {
-                    tracing::warn!(%error, "the Catalog watch failed; not ready until it recovers");
-                    catalogs_ready.set_ready(false);
-                }
+                catalogs_ready.follow("Catalog", event);
             },
             shutdown.clone(),
         )

@@ -5,6 +5,7 @@
 //! unpack failure is a reconcile error), and reports its readiness from the health of its
 //! Catalog watch.
 
+use olm_runtime::retry::Retry;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -112,18 +113,6 @@ pub fn generator_of(pod: &Pod) -> Option<ObjectRef<Catalog>> {
         .map(|name| ObjectRef::new(name))
 }
 
-/// What a watch event says of the watch's health: healthy once its (re)list is done or a
-/// change arrives, broken on an error (until it has re-listed), nothing while re-listing.
-pub fn readiness_after<K>(event: &Result<watcher::Event<K>, watcher::Error>) -> Option<bool> {
-    match event {
-        Ok(watcher::Event::InitDone | watcher::Event::Apply(_) | watcher::Event::Delete(_)) => {
-            Some(true)
-        }
-        Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => None,
-        Err(_) => Some(false),
-    }
-}
-
 /// Builds the controller and its context. `config_map_namespaces` are the namespaces whose
 /// ConfigMaps Catalogs may read (catalogd's own first); `ready` follows the Catalog watch.
 pub fn build(
@@ -141,16 +130,7 @@ pub fn build(
         watcher::Config::default().any_semantic(),
     )
     .default_backoff()
-    .inspect(move |event| match event {
-        Ok(watcher::Event::InitDone | watcher::Event::Apply(_) | watcher::Event::Delete(_)) => {
-            ready.set_ready(true);
-        }
-        Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => {}
-        Err(error) => {
-            tracing::warn!(%error, "the Catalog watch failed; not ready until it recovers");
-            ready.set_ready(false);
-        }
-    })
+    .inspect(move |event| ready.follow("Catalog", event))
     .reflect(writer)
     .applied_objects();
     let mut controller = Controller::for_stream(catalogs, reader.clone());
@@ -212,19 +192,25 @@ async fn reconcile(
     .await
 }
 
-fn retry_of(error: &kube::runtime::finalizer::Error<Error>) -> Duration {
+/// How long a failed reconcile of a Catalog waits (other than an unpack's).
+const RETRY: Retry = Retry::Fixed(Duration::from_secs(10));
+
+/// How long a reconcile that failed with `error` waits: an unpack on its source's backoff, kept
+/// in the status (see `olm_runtime::retry` for why it is the source's); anything else `wait`,
+/// the controller's.
+fn retry_of(error: &kube::runtime::finalizer::Error<Error>, wait: Duration) -> Duration {
     match error {
         kube::runtime::finalizer::Error::ApplyFailed(Error::Unpack { retry, .. }) => *retry,
-        _ => Duration::from_secs(10),
+        _ => wait,
     }
 }
 
 fn error_policy(
     catalog: Arc<Catalog>,
     error: &kube::runtime::finalizer::Error<Error>,
-    _ctx: Arc<Context>,
+    wait: Duration,
 ) -> Action {
-    let retry = retry_of(error);
+    let retry = retry_of(error, wait);
     if !matches!(
         error,
         kube::runtime::finalizer::Error::ApplyFailed(Error::Unpack { .. })
@@ -246,6 +232,7 @@ pub async fn run(
         concurrency: CONCURRENCY,
         metrics,
         shutdown,
+        retry: RETRY,
     }
     .run(controller, reconcile, error_policy, Arc::new(ctx))
     .await;
@@ -361,27 +348,21 @@ mod tests {
     }
 
     #[test]
-    fn readiness_follows_the_watch_not_only_its_first_list() {
-        let c = (*catalog("c", empty(SourceType::Http))).clone();
-        let ok = |e: watcher::Event<Catalog>| readiness_after(&Ok(e));
-        assert_eq!(ok(watcher::Event::Init), None);
-        assert_eq!(ok(watcher::Event::InitApply(c.clone())), None);
-        assert_eq!(ok(watcher::Event::InitDone), Some(true));
-        assert_eq!(ok(watcher::Event::Apply(c.clone())), Some(true));
-        assert_eq!(ok(watcher::Event::Delete(c)), Some(true));
-        let broken: Result<watcher::Event<Catalog>, _> = Err(watcher::Error::NoResourceVersion);
-        assert_eq!(readiness_after(&broken), Some(false));
-    }
-
-    #[test]
     fn unpack_failures_retry_on_their_backoff_and_other_errors_after_10_s() {
         let unpack = kube::runtime::finalizer::Error::ApplyFailed(Error::Unpack {
             reason: "InvalidContent",
             message: "bad".into(),
             retry: Duration::from_secs(40),
         });
-        assert_eq!(retry_of(&unpack), Duration::from_secs(40));
+        assert_eq!(
+            retry_of(&unpack, Duration::from_secs(10)),
+            Duration::from_secs(40)
+        );
         let store = kube::runtime::finalizer::Error::ApplyFailed(Error::Store("disk".into()));
-        assert_eq!(retry_of(&store), Duration::from_secs(10));
+        assert_eq!(
+            retry_of(&store, Duration::from_secs(10)),
+            Duration::from_secs(10)
+        );
+        assert_eq!(RETRY, Retry::Fixed(Duration::from_secs(10)));
     }
 }

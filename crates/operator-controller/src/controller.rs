@@ -25,11 +25,11 @@ use olm_runtime::metrics::Metrics;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::backoff::Backoffs;
 use crate::inputs::{CatalogFacts, catalog_facts, selects};
 use crate::metrics::OperatorMetrics;
 use crate::reconcile::{self, Context, Error};
 use crate::resolution::Resolver;
+use olm_runtime::retry::Retry;
 
 /// Name of this controller in metrics and logs.
 pub const CONTROLLER: &str = "operator";
@@ -96,16 +96,10 @@ pub fn build(
         watcher::Config::default().any_semantic(),
     )
     .default_backoff()
-    .inspect(move |event| match event {
-        Ok(watcher::Event::Delete(gone)) => {
-            ready.set_ready(true);
+    .inspect(move |event| {
+        ready.follow("Operator", event);
+        if let Ok(watcher::Event::Delete(gone)) = event {
             on_delete(gone);
-        }
-        Ok(watcher::Event::InitDone | watcher::Event::Apply(_)) => ready.set_ready(true),
-        Ok(_) => {}
-        Err(error) => {
-            tracing::warn!(%error, "the Operator watch failed; not ready until it recovers");
-            ready.set_ready(false);
         }
     })
     .reflect(operators_writer)
@@ -230,7 +224,7 @@ pub fn build(
         api_services,
         events,
         metrics,
-        backoffs: Backoffs::new(settings.max_backoff),
+        max_backoff: settings.max_backoff,
         resync: settings.resync,
         written: Default::default(),
         requeue: requeue_tx_for_ctx,
@@ -244,9 +238,8 @@ async fn run_one(op: Arc<Operator>, ctx: Arc<Context>) -> Result<Action, Error> 
     reconcile::reconcile(op, &ctx).instrument(span).await
 }
 
-fn error_policy(op: Arc<Operator>, error: &Error, ctx: Arc<Context>) -> Action {
+fn error_policy(op: Arc<Operator>, error: &Error, wait: Duration) -> Action {
     let name = op.name_any();
-    let wait = ctx.backoffs.failed(&name);
     match error {
         Error::CatalogsUnavailable => {
             tracing::info!(operator = %name, ?wait, "catalog content unavailable; retrying")
@@ -279,6 +272,9 @@ pub async fn run(
         concurrency,
         metrics,
         shutdown,
+        retry: Retry::Doubling {
+            max: ctx.max_backoff,
+        },
     }
     .run(controller, run_one, error_policy, ctx)
     .await;

@@ -31,7 +31,6 @@
 
 pub mod apis;
 pub mod args;
-pub mod backoff;
 pub mod bundle_deployment;
 pub mod content;
 pub mod controller;

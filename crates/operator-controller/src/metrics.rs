@@ -1,6 +1,7 @@
 //! operator-controller's own metric families (the controller-runtime ones come from
 //! olm-runtime). Labels stay bounded: no object names.
 
+use olm_runtime::metrics::register;
 use prometheus::{Histogram, HistogramOpts, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
 
 /// The content client's families.
@@ -33,18 +34,24 @@ pub struct AllMetrics {
 impl AllMetrics {
     /// Registers the families in `registry`.
     pub fn new(registry: &Registry) -> Result<Self, prometheus::Error> {
-        let cache_bytes = IntGauge::new(
-            "operator_controller_catalog_cache_bytes",
-            "Bytes of catalog content held in memory for resolution (each content hash once).",
+        let cache_bytes = register(
+            registry,
+            IntGauge::new(
+                "operator_controller_catalog_cache_bytes",
+                "Bytes of catalog content held in memory for resolution (each content hash once).",
+            )?,
         )?;
-        let fetches = IntCounterVec::new(
-            Opts::new(
-                "operator_controller_catalog_fetches_total",
-                "Catalog content fetches from catalogd, by result (downloaded, not_modified, error).",
-            ),
-            &["result"],
+        let fetches = register(
+            registry,
+            IntCounterVec::new(
+                Opts::new(
+                    "operator_controller_catalog_fetches_total",
+                    "Catalog content fetches from catalogd, by result (downloaded, not_modified, error).",
+                ),
+                &["result"],
+            )?,
         )?;
-        let resolution_duration = Histogram::with_opts(
+        let resolution_duration = register(registry, Histogram::with_opts(
             HistogramOpts::new(
                 "operator_controller_resolution_duration_seconds",
                 "Time of one joint resolution of a group of Operators that can affect each other.",
@@ -52,18 +59,17 @@ impl AllMetrics {
             .buckets(vec![
                 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0,
             ]),
+        )?)?;
+        let operators = register(
+            registry,
+            IntGaugeVec::new(
+                Opts::new(
+                    "operator_controller_operators",
+                    "Operators by the status (True, False, Unknown) of their Resolved and Installed conditions.",
+                ),
+                &["resolved", "installed"],
+            )?,
         )?;
-        let operators = IntGaugeVec::new(
-            Opts::new(
-                "operator_controller_operators",
-                "Operators by the status (True, False, Unknown) of their Resolved and Installed conditions.",
-            ),
-            &["resolved", "installed"],
-        )?;
-        registry.register(Box::new(cache_bytes.clone()))?;
-        registry.register(Box::new(fetches.clone()))?;
-        registry.register(Box::new(resolution_duration.clone()))?;
-        registry.register(Box::new(operators.clone()))?;
         for result in ["downloaded", "not_modified", "error"] {
             fetches.with_label_values(&[result]);
         }

@@ -382,7 +382,7 @@ pub fn bundle_deployment_not_written(
     status.installed_version = None;
     let event = PlannedEvent {
         warning: true,
-        reason: "InstallationFailed",
+        reason: reasons::INSTALLATION_FAILED,
         note: message,
     };
     (status, event)

@@ -22,7 +22,6 @@ use olm_api::operator::{Operator, OperatorStatus};
 use olm_runtime::events::EventPublisher;
 
 use crate::FIELD_MANAGER;
-use crate::backoff::Backoffs;
 use crate::metrics::OperatorMetrics;
 use crate::plan::{bundle_deployment_not_written, plan};
 use crate::resolution::{Resolver, Snapshot};
@@ -48,8 +47,8 @@ pub struct Context {
     pub events: EventPublisher,
     /// operator_controller_* families.
     pub metrics: OperatorMetrics,
-    /// Retry delays per Operator.
-    pub backoffs: Backoffs,
+    /// The longest wait before a failed reconcile is tried again (`--max-backoff-seconds`).
+    pub max_backoff: std::time::Duration,
     /// How often a resolved Operator is looked at again without a trigger.
     pub resync: Duration,
     /// What this process last wrote, until the caches catch up.
@@ -166,7 +165,6 @@ pub async fn reconcile(op: Arc<Operator>, ctx: &Context) -> Result<Action, Error
     let name = op.name_any();
     if op.metadata.deletion_timestamp.is_some() {
         // Its BundleDeployment goes with it (the garbage collector follows the owner reference).
-        ctx.backoffs.reset(&name);
         return Ok(Action::await_change());
     }
     let Some(op) = fresher(&ctx.written.operators, &name, Some(op)) else {
@@ -227,7 +225,11 @@ pub async fn reconcile(op: Arc<Operator>, ctx: &Context) -> Result<Action, Error
             ctx.events
                 .publish(
                     op.as_ref(),
-                    EventType::Warning,
+                    if event.warning {
+                        EventType::Warning
+                    } else {
+                        EventType::Normal
+                    },
                     event.reason,
                     "Apply",
                     event.note,
@@ -260,7 +262,6 @@ pub async fn reconcile(op: Arc<Operator>, ctx: &Context) -> Result<Action, Error
     if plan.retry {
         return Err(Error::CatalogsUnavailable);
     }
-    ctx.backoffs.reset(&name);
     Ok(Action::requeue(ctx.resync))
 }
 

@@ -1,6 +1,9 @@
 //! The BundleDeployment controller, run with the shared runtime's controller runner (counted
 //! by result, bounded, stopped with the manager); `/readyz` follows its watch.
 
+use std::time::Duration;
+
+use olm_runtime::retry::Retry;
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -40,16 +43,7 @@ pub async fn run(
     let bds = store.clone();
     let stream = watcher(api, watch)
         .default_backoff()
-        .inspect(move |event| match event {
-            Ok(watcher::Event::InitDone | watcher::Event::Apply(_) | watcher::Event::Delete(_)) => {
-                ready.set_ready(true)
-            }
-            Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => {}
-            Err(error) => {
-                tracing::warn!(%error, "the BundleDeployment watch failed; not ready until it recovers");
-                ready.set_ready(false);
-            }
-        })
+        .inspect(move |event| ready.follow("BundleDeployment", event))
         .reflect(writer)
         .touched_objects();
     // A chart's values read from a Secret or ConfigMap of the managers' namespace: a change
@@ -83,6 +77,7 @@ pub async fn run(
         concurrency,
         metrics,
         shutdown,
+        retry: Retry::Fixed(RETRY),
     }
     .run(controller, reconcile, error_policy, ctx)
     .await;
@@ -101,11 +96,11 @@ fn naming(
         .collect()
 }
 
-fn error_policy(bd: Arc<BundleDeployment>, error: &Error, _: Arc<Context>) -> Action {
+fn error_policy(bd: Arc<BundleDeployment>, error: &Error, wait: Duration) -> Action {
     tracing::warn!(
         bundle_deployment = bd.metadata.name.as_deref().unwrap_or_default(),
         %error,
         "reconcile failed; retrying"
     );
-    Action::requeue(RETRY)
+    Action::requeue(wait)
 }

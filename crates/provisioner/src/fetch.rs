@@ -1,5 +1,5 @@
 //! Fetching a template's content as a file tree: bundle images pulled in process with the
-//! image code catalogd uses (one OCI client, one set of limits, whiteout and link rules, and
+//! puller catalogd shares (one OCI client, one set of limits, whiteout and link rules, and
 //! credential rules: a pull secret must opt in and name the hosts it may go to, and may name
 //! the BundleDeployments that may use it), and immutable ConfigMaps in the provisioner's
 //! namespace; and a chart's values from Secrets and ConfigMaps there.
@@ -30,8 +30,10 @@ pub struct Content {
 /// Why content could not be fetched.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FetchError {
-    /// The source failed: an unreachable registry, a refused credential, a missing image
-    /// (`UnpackFailed`), or content too large (`ContentTooLarge`).
+    /// The source failed: an unreachable registry, a refused credential, a missing image,
+    /// content too large. The `Unpacked` condition says `UnpackFailed` with its message,
+    /// whatever the reason carried here (`UnpackFailed`, or `ContentTooLarge` for tests and
+    /// logs to tell apart).
     #[error("{}", .0.message)]
     Source(source::Refusal),
     /// The source's content is not allowed (a mutable ConfigMap, a key given twice).
@@ -41,7 +43,8 @@ pub enum FetchError {
 
 /// A failure of the puller, under the provisioner's reason: content too large is
 /// `ContentTooLarge`; anything else (a missing image, a refused credential, a registry that
-/// cannot be reached) is `UnpackFailed`, tried again, as rukpak's image source did.
+/// cannot be reached) is `UnpackFailed`. Either way the condition says `UnpackFailed` and the
+/// fetch is tried again, as rukpak's image source did.
 fn pulling(e: olm_puller::Error) -> source::Refusal {
     let reason = match e.kind {
         olm_puller::ErrorKind::TooLarge => reasons::CONTENT_TOO_LARGE,
@@ -56,7 +59,7 @@ fn failed(reason: &'static str, message: String) -> source::Refusal {
 }
 
 /// What reading a byte of bundle files into objects may cost (the parsed manifests, a CRD's
-/// schema above all, take several times their text; catalogd's unpack factor).
+/// schema above all, take several times their text; the puller's unpack factor).
 pub const PARSE_FACTOR: u64 = olm_puller::budget::UNPACK_FACTOR;
 
 /// Fetches templates' content.

@@ -71,8 +71,10 @@ pub fn is_held(key: &Key, metadata: &ObjectMeta, owner: &Owner) -> bool {
 /// What a failed list of one kind in the Namespace says about it.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Unlisted {
-    /// The kind is no longer served: its CRD was deleted (by anyone: other installs remove
-    /// theirs all the time) between discovery and the list, and its objects went with it.
+    /// The kind is not served at the version listed (404): its CRD was deleted (by anyone:
+    /// other installs remove theirs all the time) between discovery and the list, or no longer
+    /// serves that version. Discovery is asked again: a kind served at no version holds
+    /// nothing (its objects went with its CRD); one still served is listed again.
     Gone,
     /// Whether any of it remains cannot be told: a reason to keep the Namespace.
     Unsure,

@@ -30,6 +30,15 @@
 //!   `Healthy`).
 //! * [`health`]: whether installed objects work, from their status.
 //! * [`template`]: the hash that names an unpacked template, and `status.activeBundle`.
+//! * [`convert`]: a fetched tree made into objects by its format (in process or by its tool).
+//! * [`kinds`]: the kinds bundles may hold (`--allowed-kinds`).
+//! * [`crd_safety`]: whether a CRD upgrade is safe for what is stored (refused, naming why).
+//! * [`certs`]: the serving certificates of webhooks and APIServices, when they rotate and how
+//!   they are put in.
+//! * [`drift`]: what each set was applied at, and the watches that tell when it moved.
+//! * [`dry_run`]: what an install would change, without changing it.
+//! * [`args`], [`manager`], [`metrics`]: the flags, the manager's steps and the
+//!   `provisioner_*` metric families; [`preview`]: `provisioner render`, without a cluster.
 //! * [`format`]: each bundle format as a pure conversion from a file tree to objects
 //!   ([`format::plain`]: plain+v0; [`format::registry`]: registry+v1), or what to run for one
 //!   a tool renders ([`format::helm`]: helm+v3; [`format::kustomize`]: kustomize) and how its

@@ -16,7 +16,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, Preconditions,
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, ObjectList, PartialObjectMeta,
+    Patch, PatchParams, Preconditions,
 };
 use kube::discovery::{self, Discovery, Scope, verbs};
 use kube::{Client, ResourceExt};
@@ -434,20 +435,14 @@ impl Applier {
                 if caps.scope != Scope::Namespaced || !caps.supports_operation(verbs::LIST) {
                     continue;
                 }
-                let api: Api<DynamicObject> =
-                    Api::namespaced_with(self.client.clone(), name, &resource);
-                let listed = match api.list_metadata(&ListParams::default()).await {
-                    Ok(listed) => listed,
-                    Err(e) if held::unlisted(status_code(&e)) == held::Unlisted::Gone => {
-                        tracing::debug!(namespace = name, kind = %resource.kind, "a kind went away while the namespace was looked through");
-                        continue;
-                    }
+                let listed = match self.list_in(name, &resource).await {
+                    Ok(Some(listed)) => listed,
+                    Ok(None) => continue,
                     // Unsure is a reason to keep it, never to delete it.
-                    Err(e) => {
+                    Err(why) => {
                         return Ok(Some(format!(
-                            "what it holds cannot be told ({} could not be listed: {}), and deleting it would delete everything in it",
+                            "what it holds cannot be told ({} could not be listed: {why}), and deleting it would delete everything in it",
                             applyset::group_kind(&resource.group, &resource.kind),
-                            api_message(e)
                         )));
                     }
                 };
@@ -474,6 +469,42 @@ impl Applier {
             "it holds objects the BundleDeployment did not apply ({}), and deleting it would delete them",
             list.join(", ")
         )))
+    }
+
+    /// The objects of the kind `resource` in the Namespace `name`. `Ok(None)`: the kind is
+    /// served at no version any more (its CRD was deleted since discovery, by anyone: its
+    /// objects went with it). A kind that answers 404 but is still served (at another version
+    /// now, say) is listed again at that one. `Err` says why what it holds cannot be told.
+    async fn list_in(
+        &self,
+        name: &str,
+        resource: &ApiResource,
+    ) -> Result<Option<ObjectList<PartialObjectMeta<DynamicObject>>>, String> {
+        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), name, resource);
+        let error = match api.list_metadata(&ListParams::default()).await {
+            Ok(listed) => return Ok(Some(listed)),
+            Err(e) => e,
+        };
+        if held::unlisted(status_code(&error)) == held::Unlisted::Unsure {
+            return Err(api_message(error));
+        }
+        // Not at this version: whether the kind is served at all is asked again.
+        let now = match discovery::group(&self.client, &resource.group).await {
+            Ok(group) => group
+                .recommended_kind(&resource.kind)
+                .map(|(resource, _)| resource),
+            Err(kube::Error::Discovery(kube::error::DiscoveryError::MissingApiGroup(_))) => None,
+            Err(e) => return Err(api_message(e)),
+        };
+        let Some(now) = now else {
+            tracing::debug!(namespace = name, kind = %resource.kind, "a kind went away while the namespace was looked through");
+            return Ok(None);
+        };
+        Api::<DynamicObject>::namespaced_with(self.client.clone(), name, &now)
+            .list_metadata(&ListParams::default())
+            .await
+            .map(Some)
+            .map_err(api_message)
     }
 
     /// Whether the CRD `crd` may be deleted: it is still the member found (its uid, our marks)

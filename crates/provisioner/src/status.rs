@@ -33,8 +33,8 @@ pub mod reasons {
     pub const UNPACK_SUCCESSFUL: &str = "UnpackSuccessful";
     /// Could not be fetched.
     pub const UNPACK_FAILED: &str = "UnpackFailed";
-    /// The content (a bundle, the values of `valuesFrom`) is larger than the provisioner
-    /// accepts.
+    /// The values of `valuesFrom` are larger than the provisioner accepts (a bundle too large
+    /// is `UnpackFailed`, its message saying so).
     pub const CONTENT_TOO_LARGE: &str = "ContentTooLarge";
     /// Fetched, but not a bundle of its format.
     pub const BUNDLE_LOAD_FAILED: &str = "BundleLoadFailed";

@@ -1,10 +1,10 @@
 //! Secrets used as credentials.
 //!
 //! A Secret is a credential only when it opted in with [`CREDENTIAL_LABEL`]: whoever may create
-//! a Catalog can name any Secret of catalogd's namespace, and without the label that would let
-//! them send it to a server of their choosing. catalogd looks Secrets up with the label as a
-//! selector, so a Secret that did not opt in is never even read (only its metadata, to say why
-//! it is not used).
+//! a Catalog (a BundleDeployment) can name any Secret of the manager's namespace, and without
+//! the label that would let them send it to a server of their choosing. Secrets are looked up
+//! with the label as a selector, so one that did not opt in is never even read (only its
+//! metadata, to say why it is not used).
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ListParams};
@@ -14,7 +14,7 @@ use crate::error::{Error, ErrorKind};
 /// The label a Secret carries, with the value `"true"`, to be usable as a catalog credential.
 pub const CREDENTIAL_LABEL: &str = "olm-rs.io/catalog-credential";
 
-/// The label selector of credential Secrets (also what catalogd watches).
+/// The label selector of credential Secrets (also what the managers watch).
 pub fn credential_selector() -> String {
     format!("{CREDENTIAL_LABEL}=true")
 }

@@ -112,27 +112,7 @@ impl ImageArgs {
             allow_credentials_without_tls_verify: network.allow_credentials_without_tls_verify,
         }
     }
-}
 
-/// What a manager tells the puller beside its image and network flags.
-pub struct Setup<'a> {
-    /// The manager's client: pull secrets are read with it.
-    pub client: kube::Client,
-    /// The namespace pull secrets are read from (the manager's own).
-    pub namespace: String,
-    /// The registry CA read from `--registry-ca-file` ([`ImageArgs::registry_ca`]).
-    pub registry_ca: Option<Vec<u8>>,
-    /// How long one request may take (the manager's `--http-timeout-seconds`).
-    pub request_timeout: Duration,
-    /// The largest layer and content accepted (`--max-content-bytes`).
-    pub max_bytes: u64,
-    /// Where the layer cache lives.
-    pub cache_dir: &'a Path,
-    /// The manager's counters of layers and bytes, if it exports them.
-    pub metrics: Option<ImageMetrics>,
-}
-
-impl ImageArgs {
     /// The image source these flags and `network`'s describe, for `setup`, its layer cache
     /// opened (made, and what a killed process left cleared) in `setup.cache_dir`.
     pub fn image_source(
@@ -155,4 +135,22 @@ impl ImageArgs {
             setup.metrics,
         ))
     }
+}
+
+/// What a manager tells the puller beside its image and network flags.
+pub struct Setup<'a> {
+    /// The manager's client: pull secrets are read with it.
+    pub client: kube::Client,
+    /// The namespace pull secrets are read from (the manager's own).
+    pub namespace: String,
+    /// The registry CA read from `--registry-ca-file` ([`ImageArgs::registry_ca`]).
+    pub registry_ca: Option<Vec<u8>>,
+    /// How long one request may take (the manager's `--http-timeout-seconds`).
+    pub request_timeout: Duration,
+    /// The largest layer and content accepted (`--max-content-bytes`).
+    pub max_bytes: u64,
+    /// Where the layer cache lives.
+    pub cache_dir: &'a Path,
+    /// The manager's counters of layers and bytes, if it exports them.
+    pub metrics: Option<ImageMetrics>,
 }

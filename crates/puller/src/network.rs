@@ -1,8 +1,9 @@
-//! Where sources may connect: the admin's network policy for every fetch a Catalog causes
-//! (http, git over https and ssh, registries and the token services and blob stores they
-//! name). A Catalog's author chooses the URL, so without a policy a Catalog could make catalogd
-//! fetch a cloud's metadata service (link-local), the API server, or catalogd's own ports on
-//! loopback, and show what came back in a condition.
+//! Where sources may connect: the admin's network policy for every fetch a Catalog or a
+//! BundleDeployment causes (http, git over https and ssh, registries and the token services and
+//! blob stores they name). Their author chooses the URL, so without a policy a Catalog could
+//! make catalogd (a BundleDeployment, the provisioner) fetch a cloud's metadata service
+//! (link-local), the API server, or the manager's own ports on loopback, and show what came
+//! back in a condition.
 //!
 //! The policy refuses loopback, unspecified (`0.0.0.0`, `::`) and link-local addresses (and
 //! the cloud metadata services outside link-local) unless allowed, refuses any address in the denied CIDRs (and the API server's own address), and,
@@ -18,7 +19,7 @@ use ipnet::IpNet;
 
 use crate::error::{Error, ErrorKind};
 
-/// How an admin sets the policy (catalogd's flags).
+/// How an admin sets the policy (each manager's network flags, [`crate::flags::NetworkArgs`]).
 #[derive(Debug, Clone, Default)]
 pub struct NetworkPolicy {
     /// Loopback (127.0.0.0/8, ::1) and unspecified addresses may be reached.
@@ -83,7 +84,7 @@ fn host_matches(pattern: &str, host: &str) -> bool {
 }
 
 impl NetworkPolicy {
-    /// The policy with what catalogd knows of its cluster denied too: the API server's
+    /// The policy with what the manager knows of its cluster denied too: the API server's
     /// address (`KUBERNETES_SERVICE_HOST`, in a Pod) and this Pod's own (`POD_IP`), read through
     /// `env`. A loopback address is left to the loopback rule (on a test machine the API
     /// server and the sources share loopback).

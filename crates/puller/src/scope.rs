@@ -1,8 +1,8 @@
 //! Where a credential may go. Opting in ([`super::credentials::CREDENTIAL_LABEL`]) makes a
-//! Secret usable, but on its own it would let any Catalog author send it to any host: a
-//! Catalog names both the Secret and the URL. So a credential Secret also names the hosts (or
-//! URL prefixes) it may be sent to, and optionally the Catalogs that may use it; catalogd
-//! checks both before a byte is sent, for every kind of credential (http bearer and basic,
+//! Secret usable, but on its own it would let any Catalog (or BundleDeployment) author send it
+//! to any host: the object names both the Secret and the URL. So a credential Secret also names
+//! the hosts (or URL prefixes) it may be sent to, and optionally the objects that may use it;
+//! both are checked before a byte is sent, for every kind of credential (http bearer and basic,
 //! git over https and ssh, registry pull secrets and the token services registries name).
 
 use k8s_openapi::api::core::v1::Secret;

@@ -4,7 +4,7 @@
 //! rustls refuses to guess. We build with `ring` only and install it as the process default
 //! before anything opens a TLS connection.
 
-use crate::Error;
+use crate::error::Error;
 use crate::leader::WriteGuard;
 
 /// Installs rustls's `ring` provider as the process-wide default.

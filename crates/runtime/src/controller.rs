@@ -1,20 +1,23 @@
 //! One way to run a kube-runtime controller, so every manager's controllers count, bound and
 //! stop alike: the concurrency is registered in `controller_runtime_max_concurrent_reconciles`,
 //! every reconcile is timed and counted by its result (`Ok(Action)` as success, requeue or
-//! requeue_after, `Err` as error: [`ReconcileOutcome::of`]), and the controller stops taking
-//! new work when `shutdown` is cancelled.
+//! requeue_after, `Err` as error: [`ReconcileOutcome::of`]), a failed one is tried again as
+//! its [`Retry`] says (the failures of each object in a row counted, a success starting it
+//! over), and the controller stops taking new work when `shutdown` is cancelled.
 
 use std::fmt::Debug;
 use std::hash::Hash;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt;
-use kube::Resource;
 use kube::runtime::controller::{Action, Config, Controller};
+use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
 use crate::metrics::{Metrics, ReconcileOutcome, ReconcileTimer};
+use crate::retry::{Retries, Retry};
 
 /// How [`Run::run`] runs a controller.
 pub struct Run {
@@ -26,16 +29,19 @@ pub struct Run {
     pub metrics: Arc<Metrics>,
     /// Cancelled to stop: reconciles under way finish, no new one starts.
     pub shutdown: CancellationToken,
+    /// How long a failed reconcile waits.
+    pub retry: Retry,
 }
 
 impl Run {
-    /// Runs `controller` with `reconcile` and `error_policy` until `shutdown`, each reconcile
-    /// counted from its result.
+    /// Runs `controller` with `reconcile` until `shutdown`, each reconcile counted from its
+    /// result. A failed one is handed to `error_policy` with the wait its [`Retry`] gives (to
+    /// log, and to return as the action, or another the error calls for).
     pub async fn run<K, Ctx, F, Fut, E>(
         self,
         controller: Controller<K>,
         reconcile: F,
-        error_policy: impl Fn(Arc<K>, &E, Arc<Ctx>) -> Action,
+        error_policy: impl Fn(Arc<K>, &E, Duration) -> Action,
         ctx: Arc<Ctx>,
     ) where
         K: Clone + Resource + DeserializeOwned + Debug + Send + Sync + 'static,
@@ -50,15 +56,32 @@ impl Run {
             concurrency,
             metrics,
             shutdown,
+            retry,
         } = self;
+        let retries = Arc::new(Retries::new(retry));
+        let succeeded = retries.clone();
         let concurrency = concurrency.max(1);
         metrics.register_controller(name, usize::from(concurrency));
         controller
             .with_config(Config::default().concurrency(concurrency))
             .graceful_shutdown_on(shutdown.cancelled_owned())
             .run(
-                move |object, ctx| counted(metrics.reconcile_timer(name), reconcile(object, ctx)),
-                error_policy,
+                move |object, ctx| {
+                    let key = key_of(object.as_ref());
+                    let retries = succeeded.clone();
+                    let counted = counted(metrics.reconcile_timer(name), reconcile(object, ctx));
+                    async move {
+                        let result = counted.await;
+                        if result.is_ok() {
+                            retries.succeeded(&key);
+                        }
+                        result
+                    }
+                },
+                move |object, error, _| {
+                    let wait = retries.failed(&key_of(object.as_ref()));
+                    error_policy(object, error, wait)
+                },
                 ctx,
             )
             .for_each(|result| async move {
@@ -70,6 +93,15 @@ impl Run {
             })
             .await;
     }
+}
+
+/// The key an object's failures are counted under.
+fn key_of<K: Resource>(object: &K) -> String {
+    format!(
+        "{}/{}",
+        object.namespace().unwrap_or_default(),
+        object.name_any()
+    )
 }
 
 /// `reconcile`, timed by `timer` (started when the reconcile was made) and counted by its
@@ -86,7 +118,6 @@ async fn counted<E>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     fn total(metrics: &Metrics, result: &str) -> f64 {
         metrics

@@ -126,7 +126,7 @@ impl EventPublisher {
                 name = regarding.name.as_deref().unwrap_or_default(),
                 namespace = regarding.namespace.as_deref().unwrap_or_default(),
                 reason,
-                error = %crate::error_chain(&error),
+                error = %crate::error_chain::error_chain(&error),
                 "could not publish event"
             );
         }

@@ -2,7 +2,7 @@
 //! catalog-switcher and provisioner) start, lead and stop in the same order; each says only
 //! what its own steps are ([`Manager`]), and [`run`] does the rest:
 //!
-//! 1. [`crate::start`]: logs, the shutdown token, metrics, readiness, leader election and the
+//! 1. [`crate::start::start`]: logs, the shutdown token, metrics, readiness, leader election and the
 //!    guarded client;
 //! 2. [`Manager::prepare`], on every replica: the manager's metric families and readiness
 //!    checks, and what every replica serves;
@@ -18,8 +18,11 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::admin::Readiness;
+use crate::error::Error;
 use crate::leader::{Leadership, Role};
-use crate::{Error, Metrics, Readiness, StartOptions, Started};
+use crate::metrics::Metrics;
+use crate::start::{StartOptions, Started};
 
 /// What every step of a manager is given.
 pub struct Context {
@@ -95,7 +98,7 @@ pub async fn run<M: Manager>(manager: M) -> Result<(), M::Error> {
         readiness,
         leadership,
         admin,
-    } = crate::start(options).await?;
+    } = crate::start::start(options).await?;
     let ctx = Context {
         client,
         shutdown,

@@ -6,7 +6,7 @@
 //! their own `catalogd_*`, `operator_controller_*` and `catalog_switcher_*` families on
 //! [`Metrics::registry`].
 
-use crate::Error;
+use crate::error::Error;
 use prometheus::{
     Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
     Registry, TextEncoder,
@@ -84,6 +84,20 @@ pub struct Metrics {
     max_concurrent_reconciles: IntGaugeVec,
 }
 
+/// Registers `metric` in `registry` and gives it back, to keep: the one way every manager
+/// registers its families.
+///
+/// # Errors
+///
+/// When a family of the same name is registered already.
+pub fn register<M>(registry: &Registry, metric: M) -> Result<M, prometheus::Error>
+where
+    M: prometheus::core::Collector + Clone + 'static,
+{
+    registry.register(Box::new(metric.clone()))?;
+    Ok(metric)
+}
+
 impl Metrics {
     /// A fresh registry (never the global one, so tests do not share state) with the
     /// controller-runtime families registered.
@@ -93,47 +107,57 @@ impl Metrics {
     /// [`Error::Metrics`] if a family cannot be built or registered.
     pub fn new() -> Result<Self, Error> {
         let registry = Registry::new();
-        let reconcile_total = IntCounterVec::new(
-            Opts::new(
-                "controller_runtime_reconcile_total",
-                "Total number of reconciliations per controller",
-            ),
-            &["controller", "result"],
+        let reconcile_total = register(
+            &registry,
+            IntCounterVec::new(
+                Opts::new(
+                    "controller_runtime_reconcile_total",
+                    "Total number of reconciliations per controller",
+                ),
+                &["controller", "result"],
+            )?,
         )?;
-        let reconcile_errors_total = IntCounterVec::new(
-            Opts::new(
-                "controller_runtime_reconcile_errors_total",
-                "Total number of reconciliation errors per controller",
-            ),
-            &["controller"],
+        let reconcile_errors_total = register(
+            &registry,
+            IntCounterVec::new(
+                Opts::new(
+                    "controller_runtime_reconcile_errors_total",
+                    "Total number of reconciliation errors per controller",
+                ),
+                &["controller"],
+            )?,
         )?;
-        let reconcile_time_seconds = HistogramVec::new(
-            HistogramOpts::new(
-                "controller_runtime_reconcile_time_seconds",
-                "Length of time per reconciliation per controller",
-            )
-            .buckets(RECONCILE_TIME_BUCKETS.to_vec()),
-            &["controller"],
+        let reconcile_time_seconds = register(
+            &registry,
+            HistogramVec::new(
+                HistogramOpts::new(
+                    "controller_runtime_reconcile_time_seconds",
+                    "Length of time per reconciliation per controller",
+                )
+                .buckets(RECONCILE_TIME_BUCKETS.to_vec()),
+                &["controller"],
+            )?,
         )?;
-        let active_workers = IntGaugeVec::new(
-            Opts::new(
-                "controller_runtime_active_workers",
-                "Number of currently used workers per controller",
-            ),
-            &["controller"],
+        let active_workers = register(
+            &registry,
+            IntGaugeVec::new(
+                Opts::new(
+                    "controller_runtime_active_workers",
+                    "Number of currently used workers per controller",
+                ),
+                &["controller"],
+            )?,
         )?;
-        let max_concurrent_reconciles = IntGaugeVec::new(
-            Opts::new(
-                "controller_runtime_max_concurrent_reconciles",
-                "Maximum number of concurrent reconciles per controller",
-            ),
-            &["controller"],
+        let max_concurrent_reconciles = register(
+            &registry,
+            IntGaugeVec::new(
+                Opts::new(
+                    "controller_runtime_max_concurrent_reconciles",
+                    "Maximum number of concurrent reconciles per controller",
+                ),
+                &["controller"],
+            )?,
         )?;
-        registry.register(Box::new(reconcile_total.clone()))?;
-        registry.register(Box::new(reconcile_errors_total.clone()))?;
-        registry.register(Box::new(reconcile_time_seconds.clone()))?;
-        registry.register(Box::new(active_workers.clone()))?;
-        registry.register(Box::new(max_concurrent_reconciles.clone()))?;
         Ok(Self {
             registry,
             reconcile_total,

@@ -5,7 +5,7 @@
 //! A second signal while draining exits the process at once (status 130), for a person who
 //! does not want to wait; the kubelet's grace period ends in SIGKILL anyway.
 
-use crate::Error;
+use crate::error::Error;
 use std::time::Duration;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio_util::sync::CancellationToken;
@@ -67,7 +67,7 @@ pub fn shutdown_on_signals() -> CancellationToken {
         Ok(token) => token,
         Err(error) => {
             tracing::error!(
-                error = %crate::error_chain(&error),
+                error = %crate::error_chain::error_chain(&error),
                 "graceful shutdown disabled: SIGTERM and SIGINT will end the process at once"
             );
             CancellationToken::new()

@@ -2,7 +2,7 @@
 //! manager's default), written as plain text for people at a terminal and as JSON lines in the
 //! Helm chart, where a log pipeline parses them.
 
-use crate::Error;
+use crate::error::Error;
 use std::{fmt, io::IsTerminal, str::FromStr};
 use tracing_subscriber::EnvFilter;
 
@@ -99,7 +99,7 @@ fn filter(
 #[cfg(test)]
 mod tests {
     use super::{LogFormat, filter, init_tracing};
-    use crate::Error;
+    use crate::error::Error;
     use std::env::VarError;
 
     #[test]

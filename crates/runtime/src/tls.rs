@@ -215,7 +215,7 @@ impl Reloading {
                         state.stamps = stamps;
                     }
                     Err(error) => tracing::warn!(
-                        error = %crate::error_chain(&error),
+                        error = %crate::error_chain::error_chain(&error),
                         "the certificate files changed but cannot be used; serving the last good ones"
                     ),
                 }
@@ -238,7 +238,7 @@ mod tests {
     use std::sync::Arc;
 
     fn provider() -> Arc<CryptoProvider> {
-        crate::install_crypto_provider();
+        crate::client::install_crypto_provider();
         CryptoProvider::get_default().cloned().expect("a provider")
     }
 

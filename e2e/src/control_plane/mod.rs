@@ -1,8 +1,9 @@
 //! The local control plane of the tests and the demo: etcd, kube-apiserver,
 //! kube-controller-manager and kube-scheduler as plain processes on 127.0.0.1, on free ports,
-//! with a throw-away PKI, supervised by the `olm-cluster` binary (`tools/testbin/cluster.sh`
-//! builds and runs it). The binaries come from `tools/testbin/build.sh` (a Go build, cached by
-//! version).
+//! with a throw-away PKI, and (unless `--no-node`) a real node ([`node`]: containerd, the
+//! kubelet, kube-proxy and CoreDNS in namespaces of their own, with a registry), supervised by
+//! the `olm-cluster` binary (`tools/testbin/cluster.sh` builds and runs it). The binaries come
+//! from `tools/testbin/build.sh` (a Go build, cached by version).
 //!
 //! * `olm-cluster run DIR [--crds CRD_DIR]` runs the control plane in the foreground as its
 //!   [`supervisor`]: it prints `ready` on stdout once it is up (`DIR/env` then holds shell

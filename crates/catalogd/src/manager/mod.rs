@@ -4,6 +4,7 @@
 
 pub mod lead;
 
+use olm_runtime::metrics::register;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
@@ -153,11 +154,13 @@ impl Manager for Catalogd {
         let registry_ca = args.image.registry_ca().map_err(Error::Settings)?;
         let content_ready = ctx.readiness.register("content-server");
         let content_synced = ctx.readiness.register("content-sync");
-        let lag = prometheus::Gauge::new(
-            "catalogd_follower_lag_seconds",
-            "How long this follower has been missing content the leader serves (its oldest out-of-step Catalog); zero when in step, and on the leader.",
+        let lag = register(
+            &ctx.metrics.registry,
+            prometheus::Gauge::new(
+                "catalogd_follower_lag_seconds",
+                "How long this follower has been missing content the leader serves (its oldest out-of-step Catalog); zero when in step, and on the leader.",
+            )?,
         )?;
-        ctx.metrics.registry.register(Box::new(lag.clone()))?;
         let store = Store::open_with_index_budget(&args.storage_dir, args.max_served_index_bytes)
             .map_err(|source| Error::Store {
             path: args.storage_dir.display().to_string(),

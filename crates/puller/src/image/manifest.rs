@@ -1,4 +1,4 @@
-//! Manifests as the registry sends them: an image manifest, or an index from which catalogd
+//! Manifests as the registry sends them: an image manifest, or an index from which the puller
 //! picks the linux image of the architecture it runs on.
 
 use oci_client::manifest::{

@@ -54,11 +54,11 @@ pub const MAX_IMAGE_FACTOR: u64 = 4;
 pub struct ImageOptions {
     /// How registries are reached.
     pub registry: RegistryOptions,
-    /// The largest layer (compressed and unpacked) and the largest catalog accepted.
+    /// The largest layer (compressed and unpacked) and the largest content accepted.
     pub max_bytes: u64,
     /// How long one pull may take in all.
     pub pull_timeout: Duration,
-    /// Pulls running at once, across all Catalogs.
+    /// Pulls running at once, across all the manager's objects.
     pub max_concurrent_pulls: usize,
     /// Whether a pull secret may be sent with `insecureSkipTLSVerify`.
     pub allow_credentials_without_tls_verify: bool,

@@ -1,4 +1,4 @@
-//! Image references as catalogd reads them: which registries may be reached over plain HTTP,
+//! Image references as the puller reads them: which registries may be reached over plain HTTP,
 //! and the by-digest form recorded in `status.resolvedSource.image.resolvedRef`.
 
 use std::net::IpAddr;

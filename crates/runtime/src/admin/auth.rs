@@ -171,7 +171,7 @@ impl MetricsAuth {
                     }
                     Err(error) => {
                         self.count("error");
-                        tracing::warn!(error = %crate::error_chain(&error), "could not review a metrics token");
+                        tracing::warn!(error = %crate::error_chain::error_chain(&error), "could not review a metrics token");
                         Outcome::Failed
                     }
                 }

@@ -17,9 +17,13 @@
 
 pub mod auth;
 
+pub use crate::readiness::{Readiness, ReadinessHandle};
 pub use auth::MetricsAuth;
 
-use crate::{Error, error_chain, metrics::Metrics};
+use crate::error::Error;
+use crate::error_chain::error_chain;
+use crate::metrics::Metrics;
+use crate::metrics::register;
 use axum::{
     Router,
     extract::{Request, State},
@@ -29,87 +33,12 @@ use axum::{
     routing::get,
 };
 use std::path::PathBuf;
-use std::{
-    net::SocketAddr,
-    sync::{
-        Arc, Mutex, PoisonError,
-        atomic::{AtomicBool, Ordering},
-    },
-};
+use std::{net::SocketAddr, sync::Arc};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 /// The content type Prometheus's Go client sends for text format 0.0.4.
 pub const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
-
-/// Named readiness checks shared by a manager's subsystems. Cloning is cheap and every clone
-/// sees the same checks.
-#[derive(Clone, Debug, Default)]
-pub struct Readiness {
-    checks: Arc<Mutex<Vec<ReadinessHandle>>>,
-}
-
-/// One readiness check, as returned by [`Readiness::register`]. Starts not ready. Cloning
-/// gives another handle to the same check.
-#[derive(Clone, Debug)]
-pub struct ReadinessHandle {
-    name: Arc<str>,
-    ready: Arc<AtomicBool>,
-}
-
-impl Readiness {
-    /// No checks yet: ready until something registers.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Adds a check named `name` (e.g. `catalog-watch`) that is not ready until its handle says
-    /// so. Registering a name twice adds two independent checks.
-    pub fn register(&self, name: impl Into<String>) -> ReadinessHandle {
-        let handle = ReadinessHandle {
-            name: Arc::from(name.into()),
-            ready: Arc::new(AtomicBool::new(false)),
-        };
-        self.lock().push(handle.clone());
-        handle
-    }
-
-    /// The names of the checks that are not ready, in registration order.
-    pub fn not_ready(&self) -> Vec<String> {
-        self.lock()
-            .iter()
-            .filter(|check| !check.is_ready())
-            .map(|check| check.name.to_string())
-            .collect()
-    }
-
-    /// Whether every registered check is ready.
-    pub fn is_ready(&self) -> bool {
-        self.lock().iter().all(ReadinessHandle::is_ready)
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<ReadinessHandle>> {
-        // The list is only ever pushed to, so a panic elsewhere cannot leave it inconsistent.
-        self.checks.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-impl ReadinessHandle {
-    /// Marks the check ready or, e.g. after a watch lost its connection, not ready again.
-    pub fn set_ready(&self, ready: bool) {
-        self.ready.store(ready, Ordering::Release);
-    }
-
-    /// Whether this check is ready.
-    pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Acquire)
-    }
-
-    /// The name the check was registered under.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-}
 
 #[derive(Clone)]
 struct AdminState {
@@ -312,14 +241,16 @@ impl AdminServer {
             None
         };
         let auth = if args.metrics_secure {
-            let reviews = prometheus::IntCounterVec::new(
-                prometheus::Opts::new(
-                    "metrics_auth_token_reviews_total",
-                    "Bearer tokens sent to /metrics that had to be reviewed, by result (allowed, unauthenticated, forbidden, error; throttled: refused with 429 without a review, past the review rate).",
-                ),
-                &["result"],
+            let reviews = register(
+                &self.metrics.registry,
+                prometheus::IntCounterVec::new(
+                    prometheus::Opts::new(
+                        "metrics_auth_token_reviews_total",
+                        "Bearer tokens sent to /metrics that had to be reviewed, by result (allowed, unauthenticated, forbidden, error; throttled: refused with 429 without a review, past the review rate).",
+                    ),
+                    &["result"],
+                )?,
             )?;
-            self.metrics.registry.register(Box::new(reviews.clone()))?;
             Some(MetricsAuth::new(self.reviews, Some(reviews)))
         } else {
             None
@@ -337,33 +268,5 @@ impl AdminServer {
             tls,
             self.shutdown,
         )))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Readiness;
-
-    #[test]
-    fn readiness_without_checks_is_ready() {
-        assert!(Readiness::new().is_ready());
-    }
-
-    #[test]
-    fn readiness_waits_for_every_check_and_names_the_missing_ones() {
-        let readiness = Readiness::new();
-        let watch = readiness.register("catalog-watch");
-        let cache = readiness.clone().register("cache-warm");
-        assert!(!readiness.is_ready());
-        assert_eq!(readiness.not_ready(), ["catalog-watch", "cache-warm"]);
-
-        watch.set_ready(true);
-        assert_eq!(readiness.not_ready(), ["cache-warm"]);
-        cache.set_ready(true);
-        assert!(readiness.is_ready());
-
-        watch.set_ready(false);
-        assert_eq!(readiness.not_ready(), ["catalog-watch"]);
-        assert_eq!(watch.name(), "catalog-watch");
     }
 }

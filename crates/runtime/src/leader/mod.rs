@@ -25,7 +25,10 @@ pub use args::{LeaderElectionArgs, default_identity};
 pub use guard::{GuardPredicate, NotLeading, WriteGuard};
 pub use validity::write_window;
 
-use crate::{Error, error_chain};
+use crate::error::Error;
+pub use crate::error::Lost;
+use crate::error_chain::error_chain;
+use crate::metrics::register;
 use futures::StreamExt as _;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, Patch, PatchParams};
@@ -75,11 +78,6 @@ struct Inner {
     _unchanging: Option<(watch::Sender<Role>, watch::Sender<Option<Lease>>)>,
 }
 
-/// Leadership was lost: the work was stopped.
-#[derive(Debug, thiserror::Error)]
-#[error("lost the leader lease: stopped reconciling")]
-pub struct Lost;
-
 impl Leadership {
     /// Leader election is off: this replica leads from the start and never loses.
     pub fn disabled() -> Self {
@@ -120,19 +118,23 @@ impl Leadership {
         let name = args.lease_name(manager);
         let namespace = args.leader_election_namespace.clone();
         let (duration, grace) = args.timings();
-        let status = IntGaugeVec::new(
-            Opts::new(
-                "leader_election_master_status",
-                "1 while this replica holds the leader lease `name`, else 0.",
-            ),
-            &["name"],
+        let status = register(
+            registry,
+            IntGaugeVec::new(
+                Opts::new(
+                    "leader_election_master_status",
+                    "1 while this replica holds the leader lease `name`, else 0.",
+                ),
+                &["name"],
+            )?,
         )?;
-        let refused = IntCounter::new(
-            "leader_election_writes_refused_total",
-            "Writes to the API server refused because this replica did not lead.",
+        let refused = register(
+            registry,
+            IntCounter::new(
+                "leader_election_writes_refused_total",
+                "Writes to the API server refused because this replica did not lead.",
+            )?,
         )?;
-        registry.register(Box::new(status.clone()))?;
-        registry.register(Box::new(refused.clone()))?;
         status.with_label_values(&[name.as_str()]).set(0);
 
         let manager = LeaseManagerBuilder::new(client.clone(), name.clone())
