@@ -12,9 +12,9 @@ ensure_prereqs
 
 # Every binary of these packages: `--bin olm-demo` would limit the build to that one binary in
 # each selected package, leaving the managers unbuilt on a fresh clone.
-cargo build --quiet --locked --bins -p olm-e2e -p catalogd -p operator-controller -p catalog-switcher -p provisioner
+cargo build --quiet --locked --bins -p olm-e2e -p olm-cluster -p catalogd -p operator-controller -p catalog-switcher -p provisioner
 dir=$PWD/target/demo/cluster
-# The control plane's supervisor (e2e/src/control_plane), built above with olm-e2e's binaries.
+# The control plane's supervisor (the olm-cluster crate, cluster/), built above.
 cluster=target/debug/olm-cluster
 "$cluster" stop "$dir" >/dev/null 2>&1 || true
 if [ "${OLM_DEMO_KEEP:-0}" = 1 ]; then

@@ -6,8 +6,6 @@ prereq_log() { printf 'prereqs: %s\n' "$*" >&2; }
 
 ensure_debian_packages() {
   local missing=()
-  command -v openssl >/dev/null 2>&1 || missing+=(openssl)
-  command -v curl >/dev/null 2>&1 || missing+=(curl)
   # setpriv: the control plane's components die with their supervisor (--pdeathsig).
   { command -v setsid >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1; } || missing+=(util-linux)
   command -v tail >/dev/null 2>&1 || missing+=(coreutils)

@@ -1,52 +1,23 @@
 //! Server-side apply of CRDs and of arbitrary YAML documents.
 
-use std::time::Duration;
-
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::{Scope, pinned_kind};
 use kube::{Client, ResourceExt};
 
-use crate::{Error, Result, kube_err, wait};
+use crate::{Error, Result, kube_err};
 
-/// Field manager of everything the harness and the demo apply.
-pub const FIELD_MANAGER: &str = "olm-rs-e2e";
+pub use olm_cluster::crds::FIELD_MANAGER;
 
 /// Applies every CRD of olm-rs and waits until each is established.
 pub async fn install_crds(client: &Client) -> Result<()> {
     apply_crds(client, olm_api::crds::all()).await
 }
 
-/// Applies `crds` and waits until each is established.
+/// Applies `crds` and waits until each is established (as the control plane applies its own).
 pub async fn apply_crds(client: &Client, crds: Vec<CustomResourceDefinition>) -> Result<()> {
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in crds {
-        let name = crd.name_any();
-        api.patch(
-            &name,
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&crd),
-        )
-        .await
-        .map_err(kube_err(format!("applying CRD {name}")))?;
-        wait::wait_for(
-            &api,
-            &name,
-            "CRD to be established",
-            Duration::from_secs(30),
-            |crd| {
-                crd.and_then(|c| c.status.as_ref())
-                    .and_then(|s| s.conditions.as_ref())
-                    .is_some_and(|cs| {
-                        cs.iter()
-                            .any(|c| c.type_ == "Established" && c.status == "True")
-                    })
-            },
-        )
-        .await?;
-    }
-    Ok(())
+    olm_cluster::crds::apply(client, crds).await
 }
 
 /// Splits a YAML stream into its documents, skipping empty ones.

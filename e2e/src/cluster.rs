@@ -10,7 +10,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use kube::Client;
-use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use crate::{Error, Result, repo_root};
 
@@ -269,12 +268,7 @@ impl Cluster {
 
 /// A client for the given kubeconfig.
 pub async fn client_for(kubeconfig: &Path) -> Result<Client> {
-    let kc = Kubeconfig::read_from(kubeconfig)
-        .map_err(|e| Error::Cluster(format!("reading {}: {e}", kubeconfig.display())))?;
-    let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-        .await
-        .map_err(|e| Error::Cluster(format!("loading {}: {e}", kubeconfig.display())))?;
-    Client::try_from(config).map_err(crate::kube_err("building a client"))
+    olm_cluster::client_for(kubeconfig).await
 }
 
 async fn server_version(cluster: Cluster) -> Result<String> {

@@ -10,8 +10,8 @@
 //!   named by `OLM_E2E_KUBECONFIG`, reused), stopped when the process exits.
 //! * [`context`]: [`context::TestContext`], a client and a namespace of a test's own, and the
 //!   clean-up of everything the test created.
-//! * [`control_plane`]: the local control plane and its node, supervised by the `olm-cluster`
-//!   binary.
+//! * [`control_plane`]: the local control plane and its node (the `olm-cluster` crate and
+//!   binary, re-exported).
 //! * [`demo`]: what the demo (`olm-demo`) prints and pushes.
 //! * [`helm`]: the real helm run against the test cluster (install, upgrade, uninstall,
 //!   manifest).
@@ -26,8 +26,9 @@
 //! * [`test_operator`]: the webhook and APIService operator the e2e tests install
 //!   (`olm-test-operator`).
 //! * [`wait`]: waits on conditions with a deadline; nothing here sleeps and hopes.
-//! * [`git`], [`images`], [`manager_image`], [`memory`], [`process`], [`registry`], [`serve`],
-//!   [`ssh`] and [`tls`]: olm-testkit's fixtures (no cluster needed), re-exported.
+//! * [`git`], [`images`], [`manager_image`], [`memory`], [`pki`], [`probe`], [`process`],
+//!   [`registry`], [`serve`], [`ssh`] and [`tls`]: olm-testkit's fixtures (no cluster needed),
+//!   re-exported.
 
 pub mod apply;
 pub mod audit;
@@ -35,7 +36,6 @@ pub mod catalogs;
 pub mod chart;
 pub mod cluster;
 pub mod context;
-pub mod control_plane;
 pub mod demo;
 pub mod helm;
 pub mod manager;
@@ -48,9 +48,15 @@ pub mod table;
 pub mod test_operator;
 pub mod wait;
 
+// The local control plane is a program of its own (olm-cluster); re-exported so the harness
+// and its tests name it as before.
+pub use olm_cluster as control_plane;
+
 // The fixtures that need no cluster live in olm-testkit (catalogd's tests use them too);
 // re-exported so the harness and its tests name them as before.
-pub use olm_testkit::{git, images, manager_image, memory, process, registry, serve, ssh, tls};
+pub use olm_testkit::{
+    git, images, manager_image, memory, pki, probe, process, registry, serve, ssh, tls,
+};
 
 use std::path::PathBuf;
 
@@ -91,51 +97,7 @@ pub fn binary(name: &str) -> Result<PathBuf> {
     }
 }
 
-/// Errors of the harness.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// The control plane could not be started or reached.
-    #[error("control plane: {0}")]
-    Cluster(String),
-    /// A Kubernetes API call failed.
-    #[error("{context}: {source}")]
-    Kube {
-        /// What was being done.
-        context: String,
-        /// The client error.
-        source: kube::Error,
-    },
-    /// A YAML or JSON document could not be read.
-    #[error("{0}")]
-    Document(String),
-    /// A condition was not met before its deadline.
-    #[error("timed out after {seconds}s waiting for {what}; last state: {last_state}")]
-    Timeout {
-        /// What was awaited.
-        what: String,
-        /// The deadline.
-        seconds: u64,
-        /// The object as last seen, for debugging.
-        last_state: String,
-    },
-    /// A fixture of olm-testkit failed.
-    #[error(transparent)]
-    Fixture(#[from] olm_testkit::Error),
-    /// Reading a file failed.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file.
-        path: String,
-        /// The error.
-        source: std::io::Error,
-    },
-}
-
-/// Result of the harness.
-pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-/// Attaches a description to a kube error.
-pub(crate) fn kube_err(context: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
-    let context = context.into();
-    move |source| Error::Kube { context, source }
-}
+// One error type for the test infrastructure: the control plane's (its Timeout is the
+// harness's waits').
+pub(crate) use olm_cluster::kube_err;
+pub use olm_cluster::{Error, Result};

@@ -3,7 +3,7 @@
 //! One process per manager per test run, stopped when the test process exits.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::api::{Api, PostParams};
 use kube::config::Kubeconfig;
 
+use crate::control_plane::kubeconfig;
 use crate::{Error, Result, cluster, kube_err, repo_root};
 
 /// A running manager.
@@ -68,36 +69,10 @@ pub async fn token_kubeconfig(
         .ok_or_else(|| Error::Cluster("the TokenRequest returned no token".into()))?;
     let admin = Kubeconfig::read_from(&cluster::cluster()?.kubeconfig)
         .map_err(|e| Error::Cluster(e.to_string()))?;
-    // The current context's cluster (a reused kubeconfig may name several).
-    let wanted = admin
-        .current_context
-        .as_ref()
-        .and_then(|name| admin.contexts.iter().find(|c| &c.name == name))
-        .and_then(|c| c.context.as_ref())
-        .map(|c| c.cluster.clone());
-    let cluster = admin
-        .clusters
-        .iter()
-        .find(|c| Some(&c.name) == wanted.as_ref())
-        .or(admin.clusters.first())
-        .and_then(|c| c.cluster.clone())
+    let server = kubeconfig::current_cluster(&admin)
         .ok_or_else(|| Error::Cluster("the admin kubeconfig names no cluster".into()))?;
-    let server = cluster.server.unwrap_or_default();
-    let ca = match (
-        cluster.certificate_authority_data,
-        cluster.certificate_authority,
-    ) {
-        (Some(data), _) => format!("certificate-authority-data: {data}"),
-        (None, Some(file)) => format!("certificate-authority: {file}"),
-        (None, None) => "insecure-skip-tls-verify: false".to_owned(),
-    };
-    let kubeconfig = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {server}\n    {ca}\nusers:\n- name: {service_account}\n  user:\n    token: {token}\ncontexts:\n- name: c\n  context: {{cluster: c, user: {service_account}}}\ncurrent-context: c\n"
-    );
-    std::fs::write(out, kubeconfig).map_err(|source| Error::Io {
-        path: out.display().to_string(),
-        source,
-    })?;
+    let user = format!("{namespace}-{service_account}");
+    kubeconfig::write(&kubeconfig::token(server, &user, &token), out)?;
     Ok(out.to_path_buf())
 }
 
@@ -439,11 +414,8 @@ pub fn admin_scheme(args: &[String]) -> &'static str {
 pub fn wait_ready(url: &str, manager: &Manager) -> Result<()> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
-        // -k: a probe, like the kubelet's, does not check the admin server's certificate.
-        let ok = Command::new("curl")
-            .args(["-sfk", "-o", "/dev/null", url])
-            .status()
-            .is_ok_and(|s| s.success());
+        // A probe, like the kubelet's, does not check the admin server's certificate.
+        let ok = olm_testkit::probe::status(url).is_some_and(|s| (200..300).contains(&s));
         if ok {
             return Ok(());
         }

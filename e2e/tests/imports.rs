@@ -16,7 +16,11 @@ type Module = Vec<String>;
 /// The library source folders of the workspace.
 fn crate_roots() -> Vec<PathBuf> {
     let root = olm_e2e::repo_root();
-    let mut roots = vec![root.join("e2e/src"), root.join("testkit/src")];
+    let mut roots = vec![
+        root.join("e2e/src"),
+        root.join("cluster/src"),
+        root.join("testkit/src"),
+    ];
     let crates = std::fs::read_dir(root.join("crates")).unwrap();
     for entry in crates {
         let src = entry.unwrap().path().join("src");

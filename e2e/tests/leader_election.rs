@@ -45,12 +45,12 @@ fn elect(lease: &str) -> Vec<String> {
     ]
 }
 
-/// Flags serving catalogd's content over HTTPS with a certificate for `sans` from the
+/// Flags serving catalogd's content over HTTPS with a certificate for `names` from the
 /// harness's CA, trusted by followers copying from the leader.
-fn content_tls(ctx: &TestContext, sans: &str) -> Vec<String> {
+fn content_tls(ctx: &TestContext, names: &[&str]) -> Vec<String> {
     let ca = olm_e2e::tls::ca().unwrap();
     let dir = std::env::temp_dir().join(format!("olm-e2e-{}", ctx.name("content-tls")));
-    let issued = ca.issue_for(&dir, sans).unwrap();
+    let issued = ca.issue_for(&dir, names).unwrap();
     olm_e2e::process::remove_on_exit(&dir).unwrap();
     vec![
         format!("--content-tls-cert-file={}", issued.cert.display()),
@@ -291,7 +291,7 @@ async fn catalogd_replicas_elect_one_leader_and_followers_serve_its_content() {
     // Content over HTTPS with a certificate for the Service's name (and loopback, for the
     // test's own reads): followers reach the leader's address under that name.
     let mut args = elect(&lease);
-    args.extend(content_tls(&ctx, "DNS:catalogd.olm-e2e.test,IP:127.0.0.1"));
+    args.extend(content_tls(&ctx, &["catalogd.olm-e2e.test", "127.0.0.1"]));
     args.push("--external-address=https://catalogd.olm-e2e.test:8443".into());
     let start = |replica: &str| -> Replica {
         start_catalogd_with(&format!("{lease}-{replica}"), &args)
@@ -446,7 +446,7 @@ async fn operator_controller_replicas_elect_one_leader() {
     let ctx = TestContext::new("ha-operators").await.unwrap();
     // Content over HTTPS: the operator-controllers trust the CA they are given.
     let catalogd =
-        start_catalogd_with(&ctx.name("catalogd"), &content_tls(&ctx, "IP:127.0.0.1")).unwrap();
+        start_catalogd_with(&ctx.name("catalogd"), &content_tls(&ctx, &["127.0.0.1"])).unwrap();
     let _catalogd = StopOnDrop(catalogd.manager.clone());
     let pkg = "ha-pkg";
     let text = one_bundle_catalog(pkg);

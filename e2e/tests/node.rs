@@ -385,14 +385,15 @@ async fn prometheus_scrapes_every_manager_pod_through_its_service() {
     let ctx = TestContext::new("node-prometheus").await.unwrap();
     let client = ctx.client.clone();
     let images = images().await;
-    let sans: Vec<String> = MANAGERS
+    let names: Vec<String> = MANAGERS
         .iter()
-        .map(|m| format!("DNS:{m}-metrics.{OLM_NAMESPACE}.svc"))
-        .chain([format!("DNS:catalogd.{OLM_NAMESPACE}.svc")])
+        .map(|m| format!("{m}-metrics.{OLM_NAMESPACE}.svc"))
+        .chain([format!("catalogd.{OLM_NAMESPACE}.svc")])
         .collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let dir = tempfile::tempdir().unwrap();
     let ca = olm_e2e::tls::ca().unwrap();
-    let issued = ca.issue_for(dir.path(), &sans.join(",")).unwrap();
+    let issued = ca.issue_for(dir.path(), &names).unwrap();
     // The managers' namespace is ours here, so that the Secret exists before their Pods.
     let namespaces: Api<Namespace> = Api::all(client.clone());
     namespaces

@@ -4,7 +4,9 @@
 //!
 //! * [`process`] starts processes that cannot outlive the test process, and removes folders
 //!   when it exits.
-//! * [`tls`]: one CA per test process, and certificates for 127.0.0.1 from it.
+//! * [`pki`]: the tests' one PKI (rcgen): CAs, server and client certificates, key pairs;
+//!   [`tls`]: the harness's CA, one per test process, and certificates from it as files.
+//! * [`probe`]: the HTTP status a URL answers, for readiness waits (no curl).
 //! * [`serve`]: HTTP(S) file servers that count and remember requests.
 //! * [`git`]: a git server (smart HTTP, `git http-backend`) with repositories built from files;
 //!   [`ssh`]: sshd in front of it.
@@ -19,6 +21,8 @@ pub mod git;
 pub mod images;
 pub mod manager_image;
 pub mod memory;
+pub mod pki;
+pub mod probe;
 pub mod process;
 pub mod registry;
 pub mod serve;

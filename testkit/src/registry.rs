@@ -133,13 +133,8 @@ impl Registry {
         let url = format!("{}://{}/v2/", self.scheme(), self.host);
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
         loop {
-            // Any HTTP answer (200, or 401 when secured) means it serves.
-            let code = std::process::Command::new("curl")
-                .args(["-sk", "-o", "/dev/null", "-w", "%{http_code}", &url])
-                .output()
-                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-                .unwrap_or_default();
-            if code == "200" || code == "401" {
+            // 200, or 401 when secured, means it serves.
+            if matches!(crate::probe::status(&url), Some(200 | 401)) {
                 return Ok(());
             }
             if std::time::Instant::now() > deadline {

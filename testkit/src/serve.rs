@@ -1,5 +1,5 @@
 //! Catalog file servers on loopback for tests of the http source: plain HTTP, or HTTPS with a
-//! throw-away CA (made with the `openssl` command, a prerequisite of the test command). Each
+//! certificate from the harness's throw-away CA ([`crate::tls`], made with rcgen). Each
 //! serves one body at one path with a strong ETag, honours If-None-Match, and records what it
 //! was sent (so a test can prove a credential was, or was not, sent).
 

@@ -17,6 +17,7 @@ use crate::marks::{self, Owner, Ownership};
 use crate::object::{Key, Object};
 use crate::order::{Phase, phase};
 use crate::prune::removal;
+use crate::set::Set;
 
 /// What a sync would do, by object.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -73,73 +74,76 @@ fn strip(object: &Value) -> Value {
     object
 }
 
-impl Applier {
-    /// What syncing `objects` as `owner`'s whole set would do; nothing is written. An object
-    /// the API server would refuse, or one that is not ours, fails it as the sync would.
-    pub async fn preview(&self, owner: &Owner, objects: &[Object]) -> Result<Preview, ApplyError> {
-        let mut kinds = Kinds::default();
-        let mut preview = Preview::default();
-        let mut keep = BTreeSet::new();
-        for object in objects {
-            // A kind not served yet (a custom resource of a CRD the set brings): created.
-            let Some(placed) = self.place(&mut kinds, object, false).await? else {
-                keep.insert(self.placed_key(&object.key));
-                preview.create.push(object.key.clone());
-                continue;
-            };
-            let key = placed.object.key.clone();
-            keep.insert(key.clone());
-            let api = self.api(&placed);
-            let live = api
-                .get_opt(&key.name)
-                .await
-                .map_err(|source| ApplyError::Read {
-                    what: format!("reading {key}"),
-                    source,
-                })?;
-            let Some(live) = live else {
-                preview.create.push(key);
-                continue;
-            };
-            let keepable = matches!(phase(&key), Phase::Crds | Phase::Namespaces);
-            let found = marks::ownership_of(&live.metadata, keepable, &owner.name);
-            if found != Ownership::Ours {
-                return Err(ApplyError::Conflicts(vec![Conflict { key, owner: found }]));
-            }
-            let mut manifest = marks::marked(&placed.object, owner, key.namespace.as_deref());
-            if let Some(Value::Object(meta)) = manifest.get_mut("metadata") {
-                meta.insert("uid".into(), live.uid().unwrap_or_default().into());
-            }
-            let params = PatchParams::apply(FIELD_MANAGER).force().dry_run();
-            let after: DynamicObject = api
-                .patch(&key.name, &params, &Patch::Apply(Value::Object(manifest)))
-                .await
-                .map_err(|e| ApplyError::Refused {
-                    key: Box::new(key.clone()),
-                    message: api_message(e),
-                })?;
-            let (live, after) = (
-                serde_json::to_value(&live).unwrap_or_default(),
-                serde_json::to_value(&after).unwrap_or_default(),
-            );
-            if differs(&live, &after) {
-                preview.change.push(key);
-            } else {
-                preview.unchanged += 1;
-            }
+/// What syncing `objects` as `owner`'s whole set with `applier` would do; nothing is written.
+/// An object the API server would refuse, or one that is not ours, fails it as the sync would.
+pub async fn preview(
+    applier: &Applier,
+    owner: &Owner,
+    objects: &[Object],
+) -> Result<Preview, ApplyError> {
+    let mut kinds = Kinds::default();
+    let mut preview = Preview::default();
+    let mut keep = BTreeSet::new();
+    for object in objects {
+        // A kind not served yet (a custom resource of a CRD the set brings): created.
+        let Some(placed) = applier.place(&mut kinds, object, false).await? else {
+            keep.insert(applier.placed_key(&object.key));
+            preview.create.push(object.key.clone());
+            continue;
+        };
+        let key = placed.object.key.clone();
+        keep.insert(key.clone());
+        let api = applier.api(&placed);
+        let live = api
+            .get_opt(&key.name)
+            .await
+            .map_err(|source| ApplyError::Read {
+                what: format!("reading {key}"),
+                source,
+            })?;
+        let Some(live) = live else {
+            preview.create.push(key);
+            continue;
+        };
+        let keepable = matches!(phase(&key), Phase::Crds | Phase::Namespaces);
+        let found = marks::ownership_of(&live.metadata, keepable, &owner.name);
+        if found != Ownership::Ours {
+            return Err(ApplyError::Conflicts(vec![Conflict { key, owner: found }]));
         }
-        let recorded = self.recorded(owner).await?;
-        let live = self.members(owner, &recorded).await?;
-        let gone = removal(live, &keep);
-        preview.prune = gone
-            .delete
-            .iter()
-            .chain(&gone.namespaces)
-            .chain(&gone.crds)
-            .map(|m| m.key.clone())
-            .collect();
-        Ok(preview)
+        let mut manifest = marks::marked(&placed.object, owner, key.namespace.as_deref());
+        if let Some(Value::Object(meta)) = manifest.get_mut("metadata") {
+            meta.insert("uid".into(), live.uid().unwrap_or_default().into());
+        }
+        let params = PatchParams::apply(FIELD_MANAGER).force().dry_run();
+        let after: DynamicObject = api
+            .patch(&key.name, &params, &Patch::Apply(Value::Object(manifest)))
+            .await
+            .map_err(|e| ApplyError::Refused {
+                key: Box::new(key.clone()),
+                message: api_message(e),
+            })?;
+        let (live, after) = (
+            serde_json::to_value(&live).unwrap_or_default(),
+            serde_json::to_value(&after).unwrap_or_default(),
+        );
+        if differs(&live, &after) {
+            preview.change.push(key);
+        } else {
+            preview.unchanged += 1;
+        }
     }
+    let set = Set::of(applier, owner);
+    let recorded = set.recorded().await?;
+    let live = set.members(&recorded).await?;
+    let gone = removal(live, &keep);
+    preview.prune = gone
+        .delete
+        .iter()
+        .chain(&gone.namespaces)
+        .chain(&gone.crds)
+        .map(|m| m.key.clone())
+        .collect();
+    Ok(preview)
 }
 
 #[cfg(test)]

@@ -1,11 +1,11 @@
 //! The provisioner: installs what a `BundleDeployment` names.
 //!
 //! This crate grows in steps (issue 22). [`fetch`] reads a template's content (bundle images,
-//! ConfigMaps), [`apply`] applies a bundle's objects to a cluster and [`set`] keeps the
-//! applied set (installs, prunes, removes); [`render`] runs Helm and kustomize as sandboxed
-//! children for the formats they define; [`reconcile`] carries out a [`plan`] and
-//! [`controller`] runs it for every BundleDeployment (all tested by the e2e tests);
-//! the rest is pure and tested without a cluster:
+//! ConfigMaps), [`apply`]'s `Applier` applies a bundle's objects to a cluster and [`set`]'s
+//! `Set` keeps one BundleDeployment's applied set with it (installs, prunes, removes);
+//! [`render`] runs Helm and kustomize as sandboxed children for the formats they define;
+//! [`reconcile`] carries out a [`plan`] and [`controller`] runs it for every BundleDeployment
+//! (all tested by the e2e tests); the rest is pure and tested without a cluster:
 //!
 //! * [`bundle`]: a bundle's file tree, as a source unpacked it.
 //! * [`applyset`]: the applied set as a Kubernetes ApplySet (KEP-3659).

@@ -56,6 +56,14 @@ pub struct Kept {
     pub why: String,
 }
 
+/// One BundleDeployment's set of objects in the cluster (its ApplySet): installed, listed and
+/// removed through the [`Applier`] that applies each object.
+#[derive(Clone, Copy)]
+pub struct Set<'a> {
+    applier: &'a Applier,
+    owner: &'a Owner,
+}
+
 /// What a CRD about to be deleted still serves.
 enum CustomResources {
     /// None: deleted if the CRD is still at this resourceVersion.
@@ -67,36 +75,40 @@ enum CustomResources {
     Keep(String),
 }
 
-impl Applier {
-    /// Installs `objects` as the whole set of `owner`, then removes what its set had beyond
-    /// them (nothing when the install fails: the old version stays as it was).
-    pub async fn sync(&self, owner: &Owner, objects: Vec<Object>) -> Result<Synced, ApplyError> {
-        self.sync_in(owner, objects, None).await
+impl<'a> Set<'a> {
+    /// The set of `owner` (its BundleDeployment), as `applier` applies it.
+    pub fn of(applier: &'a Applier, owner: &'a Owner) -> Set<'a> {
+        Set { applier, owner }
     }
 
-    /// [`Applier::sync`], recording `install_namespace` as the set's (registry+v1).
+    /// Installs `objects` as the whole set of its owner, then removes what its set had beyond
+    /// them (nothing when the install fails: the old version stays as it was).
+    pub async fn sync(self, objects: Vec<Object>) -> Result<Synced, ApplyError> {
+        self.sync_in(objects, None).await
+    }
+
+    /// [`Set::sync`], recording `install_namespace` as the set's (registry+v1).
     pub async fn sync_in(
-        &self,
-        owner: &Owner,
+        self,
         objects: Vec<Object>,
         install_namespace: Option<&str>,
     ) -> Result<Synced, ApplyError> {
-        let recorded = self.recorded(owner).await?;
+        let recorded = self.recorded().await?;
         // Where a namespace-less object may go; for a cluster-scoped one this adds a namespace
         // to the record for nothing, which is harmless.
-        let keys: Vec<Key> = objects.iter().map(|o| self.placed_key(&o.key)).collect();
+        let keys: Vec<Key> = objects
+            .iter()
+            .map(|o| self.applier.placed_key(&o.key))
+            .collect();
         let wanted = Spans::of(&keys).installed_in(install_namespace);
-        self.record(owner, &recorded.union(&wanted)).await?;
-        let applied = self.install(owner, objects).await?;
+        self.record(&recorded.union(&wanted)).await?;
+        let applied = self.applier.install(self.owner, objects).await?;
         let keep: BTreeSet<Key> = applied.iter().map(|a| a.key.clone()).collect();
-        let live = self.members(owner, &recorded.union(&wanted)).await?;
+        let live = self.members(&recorded.union(&wanted)).await?;
         let gone = removal(live, &keep);
-        let (removed, kept) = self.remove(owner, &gone, &keep).await?;
-        self.record(
-            owner,
-            &Spans::of(applied.iter().map(|a| &a.key)).installed_in(install_namespace),
-        )
-        .await?;
+        let (removed, kept) = self.remove(&gone, &keep).await?;
+        self.record(&Spans::of(applied.iter().map(|a| &a.key)).installed_in(install_namespace))
+            .await?;
         Ok(Synced {
             applied,
             removed,
@@ -104,12 +116,12 @@ impl Applier {
         })
     }
 
-    /// Removes every member of `owner`'s set (its BundleDeployment is being deleted).
-    pub async fn remove_all(&self, owner: &Owner) -> Result<Synced, ApplyError> {
-        let recorded = self.recorded(owner).await?;
-        let live = self.members(owner, &recorded).await?;
+    /// Removes every member of the set (its BundleDeployment is being deleted).
+    pub async fn remove_all(self) -> Result<Synced, ApplyError> {
+        let recorded = self.recorded().await?;
+        let live = self.members(&recorded).await?;
         let (removed, kept) = self
-            .remove(owner, &removal(live, &BTreeSet::new()), &BTreeSet::new())
+            .remove(&removal(live, &BTreeSet::new()), &BTreeSet::new())
             .await?;
         Ok(Synced {
             applied: Vec::new(),
@@ -118,17 +130,17 @@ impl Applier {
         })
     }
 
-    /// The Namespaces `owner` applied, by name: those the parent records that still carry our
+    /// The Namespaces the owner applied, by name: those the parent records that still carry our
     /// marks; and the install namespace it recorded, if any (one the user named is no
     /// Namespace of the set).
-    pub async fn applied_namespaces(&self, owner: &Owner) -> Result<BTreeSet<String>, ApplyError> {
-        let recorded = self.recorded(owner).await?;
+    pub async fn applied_namespaces(self) -> Result<BTreeSet<String>, ApplyError> {
+        let recorded = self.recorded().await?;
         let mut namespaces: BTreeSet<String> = recorded.install_namespace.iter().cloned().collect();
         if !recorded.group_kinds.contains("Namespace") {
             return Ok(namespaces);
         }
         namespaces.extend(
-            self.members_of(owner, &recorded, "", "Namespace")
+            self.members_of(&recorded, "", "Namespace")
                 .await?
                 .into_iter()
                 .map(|m| m.key.name),
@@ -137,13 +149,13 @@ impl Applier {
     }
 
     /// What the parent records of the set.
-    pub async fn recorded(&self, owner: &Owner) -> Result<Spans, ApplyError> {
-        let api: Api<BundleDeployment> = Api::all(self.client.clone());
+    pub async fn recorded(self) -> Result<Spans, ApplyError> {
+        let api: Api<BundleDeployment> = Api::all(self.applier.client.clone());
         let bd = api
-            .get_metadata_opt(&owner.name)
+            .get_metadata_opt(&self.owner.name)
             .await
             .map_err(|source| ApplyError::Read {
-                what: format!("reading BundleDeployment {}", owner.name),
+                what: format!("reading BundleDeployment {}", self.owner.name),
                 source,
             })?;
         let annotations = bd.map(|m| m.annotations().clone()).unwrap_or_default();
@@ -158,7 +170,7 @@ impl Applier {
     }
 
     /// Writes `spans` as the parent's record (with its id label and our tooling).
-    async fn record(&self, owner: &Owner, spans: &Spans) -> Result<(), ApplyError> {
+    async fn record(self, spans: &Spans) -> Result<(), ApplyError> {
         let annotations: BTreeMap<&str, String> = spans
             .annotations()
             .into_iter()
@@ -168,14 +180,14 @@ impl Applier {
             "apiVersion": marks::BUNDLE_DEPLOYMENT_API_VERSION,
             "kind": marks::BUNDLE_DEPLOYMENT,
             "metadata": {
-                "name": owner.name,
-                "labels": {applyset::ID: owner.set_id()},
+                "name": self.owner.name,
+                "labels": {applyset::ID: self.owner.set_id()},
                 "annotations": annotations,
             },
         });
-        Api::<BundleDeployment>::all(self.client.clone())
+        Api::<BundleDeployment>::all(self.applier.client.clone())
             .patch(
-                &owner.name,
+                &self.owner.name,
                 &PatchParams::apply(FIELD_MANAGER).force(),
                 &Patch::Apply(patch),
             )
@@ -185,7 +197,7 @@ impl Applier {
                     "core.rukpak.io",
                     marks::BUNDLE_DEPLOYMENT,
                     None,
-                    &owner.name,
+                    &self.owner.name,
                 )),
                 message: api_message(e),
             })?;
@@ -193,36 +205,31 @@ impl Applier {
     }
 
     /// The live members of the set within `spans`: of each recorded group-kind, the objects in
-    /// the recorded namespaces (cluster-wide for cluster-scoped kinds) that `owner` applied,
+    /// the recorded namespaces (cluster-wide for cluster-scoped kinds) that the owner applied,
     /// proven by their controller owner reference; of CRDs and Namespaces, those the parent
     /// records by name that still carry our marks. The member label only narrows the lists.
-    pub(crate) async fn members(
-        &self,
-        owner: &Owner,
-        spans: &Spans,
-    ) -> Result<Vec<Member>, ApplyError> {
+    pub(crate) async fn members(self, spans: &Spans) -> Result<Vec<Member>, ApplyError> {
         let mut members = Vec::new();
         for group_kind in &spans.group_kinds {
             let (kind, group) = group_kind
                 .split_once('.')
                 .unwrap_or((group_kind.as_str(), ""));
-            members.extend(self.members_of(owner, spans, group, kind).await?);
+            members.extend(self.members_of(spans, group, kind).await?);
         }
         Ok(members)
     }
 
-    /// The live members of `kind` in `group` (see [`Applier::members`]).
+    /// The live members of `kind` in `group` (see [`Set::members`]).
     async fn members_of(
-        &self,
-        owner: &Owner,
+        self,
         spans: &Spans,
         group: &str,
         kind: &str,
     ) -> Result<Vec<Member>, ApplyError> {
         let selector =
-            ListParams::default().labels(&format!("{}={}", applyset::PART_OF, owner.set_id()));
+            ListParams::default().labels(&format!("{}={}", applyset::PART_OF, self.owner.set_id()));
         // A kind no longer served (its CRD gone) has no members left.
-        let Some((resource, scope)) = served(&self.client, group, kind).await? else {
+        let Some((resource, scope)) = served(&self.applier.client, group, kind).await? else {
             return Ok(Vec::new());
         };
         let key_of = |meta: &ObjectMeta| Key {
@@ -242,10 +249,12 @@ impl Applier {
             Phase::Identity | Phase::Rest => None,
         };
         if let Some(names) = by_record {
-            let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
+            let api: Api<DynamicObject> = Api::all_with(self.applier.client.clone(), &resource);
             let ours = |m: &ObjectMeta| {
-                marks::ownership(m.labels.as_ref().unwrap_or(&BTreeMap::new()), &owner.name)
-                    == Ownership::Ours
+                marks::ownership(
+                    m.labels.as_ref().unwrap_or(&BTreeMap::new()),
+                    &self.owner.name,
+                ) == Ownership::Ours
             };
             if names.is_empty() {
                 // A set recorded before CRDs and Namespaces were recorded by name (its kinds
@@ -275,17 +284,17 @@ impl Applier {
             return Ok(members);
         }
         let apis: Vec<Api<DynamicObject>> = match scope {
-            Scope::Cluster => vec![Api::all_with(self.client.clone(), &resource)],
+            Scope::Cluster => vec![Api::all_with(self.applier.client.clone(), &resource)],
             Scope::Namespaced => spans
                 .namespaces
                 .iter()
-                .map(|ns| Api::namespaced_with(self.client.clone(), ns, &resource))
+                .map(|ns| Api::namespaced_with(self.applier.client.clone(), ns, &resource))
                 .collect(),
         };
         for api in apis {
             let listed = api.list_metadata(&selector).await.map_err(read)?;
             for item in listed.items {
-                if marks::applied_by(&item.metadata, owner) {
+                if marks::applied_by(&item.metadata, self.owner) {
                     members.push(Member {
                         key: key_of(&item.metadata),
                         uid: item.uid().unwrap_or_default(),
@@ -299,8 +308,7 @@ impl Applier {
     /// Carries out `removal`; what was deleted, and the Namespaces and CRDs kept.
     /// `keep` is the new set: a Namespace it dropped but still puts objects in is kept.
     async fn remove(
-        &self,
-        owner: &Owner,
+        self,
         removal: &Removal,
         keep: &BTreeSet<Key>,
     ) -> Result<(Vec<Key>, Vec<Kept>), ApplyError> {
@@ -321,11 +329,11 @@ impl Applier {
                     "the new version puts objects in it, though it no longer makes it, and deleting it would delete them".to_owned(),
                 )
             } else {
-                self.namespace_holds(owner, &namespace.key.name).await?
+                self.namespace_holds(&namespace.key.name).await?
             };
             match why {
                 Some(why) => {
-                    self.unmark(&mut served, namespace, owner).await?;
+                    self.unmark(&mut served, namespace).await?;
                     kept.push(Kept {
                         key: namespace.key.clone(),
                         why,
@@ -341,7 +349,7 @@ impl Applier {
         for crd in &removal.crds {
             match self.custom_resources(crd).await? {
                 CustomResources::Keep(why) => {
-                    self.unmark(&mut served, crd, owner).await?;
+                    self.unmark(&mut served, crd).await?;
                     kept.push(Kept {
                         key: crd.key.clone(),
                         why,
@@ -362,25 +370,28 @@ impl Applier {
 
     /// The Api of `key`'s kind, placed in its namespace.
     async fn api_of(
-        &self,
+        self,
         served: &mut Served,
         key: &Key,
     ) -> Result<Option<Api<DynamicObject>>, ApplyError> {
-        let Some((resource, scope)) = served.get(&self.client, &key.group, &key.kind).await? else {
+        let Some((resource, scope)) = served
+            .get(&self.applier.client, &key.group, &key.kind)
+            .await?
+        else {
             return Ok(None);
         };
         Ok(Some(match (&scope, &key.namespace) {
             (Scope::Namespaced, Some(ns)) => {
-                Api::namespaced_with(self.client.clone(), ns, &resource)
+                Api::namespaced_with(self.applier.client.clone(), ns, &resource)
             }
-            _ => Api::all_with(self.client.clone(), &resource),
+            _ => Api::all_with(self.applier.client.clone(), &resource),
         }))
     }
 
     /// Deletes `member` if it still has its uid (and, when given, this resourceVersion); false
     /// when it was gone already, or is another object now.
     async fn delete(
-        &self,
+        self,
         served: &mut Served,
         member: &Member,
         resource_version: Option<String>,
@@ -415,14 +426,10 @@ impl Applier {
         }
     }
 
-    /// Why the Namespace `name` must be kept: it holds objects `owner` did not apply (named),
+    /// Why the Namespace `name` must be kept: it holds objects the owner did not apply (named),
     /// or what it holds cannot be told. `None`: it may be deleted.
-    async fn namespace_holds(
-        &self,
-        owner: &Owner,
-        name: &str,
-    ) -> Result<Option<String>, ApplyError> {
-        let discovery = Discovery::new(self.client.clone())
+    async fn namespace_holds(self, name: &str) -> Result<Option<String>, ApplyError> {
+        let discovery = Discovery::new(self.applier.client.clone())
             .run_aggregated()
             .await
             .map_err(|source| ApplyError::Read {
@@ -457,7 +464,7 @@ impl Applier {
                 }
             }
         }
-        let (named, count) = held::held(found.iter().map(|(k, m)| (k, m)), owner, NAMED);
+        let (named, count) = held::held(found.iter().map(|(k, m)| (k, m)), self.owner, NAMED);
         if count == 0 {
             return Ok(None);
         }
@@ -476,11 +483,12 @@ impl Applier {
     /// objects went with it). A kind that answers 404 but is still served (at another version
     /// now, say) is listed again at that one. `Err` says why what it holds cannot be told.
     async fn list_in(
-        &self,
+        self,
         name: &str,
         resource: &ApiResource,
     ) -> Result<Option<ObjectList<PartialObjectMeta<DynamicObject>>>, String> {
-        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), name, resource);
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.applier.client.clone(), name, resource);
         let error = match api.list_metadata(&ListParams::default()).await {
             Ok(listed) => return Ok(Some(listed)),
             Err(e) => e,
@@ -489,7 +497,7 @@ impl Applier {
             return Err(api_message(error));
         }
         // Not at this version: whether the kind is served at all is asked again.
-        let now = match discovery::group(&self.client, &resource.group).await {
+        let now = match discovery::group(&self.applier.client, &resource.group).await {
             Ok(group) => group
                 .recommended_kind(&resource.kind)
                 .map(|(resource, _)| resource),
@@ -500,7 +508,7 @@ impl Applier {
             tracing::debug!(namespace = name, kind = %resource.kind, "a kind went away while the namespace was looked through");
             return Ok(None);
         };
-        Api::<DynamicObject>::namespaced_with(self.client.clone(), name, &now)
+        Api::<DynamicObject>::namespaced_with(self.applier.client.clone(), name, &now)
             .list_metadata(&ListParams::default())
             .await
             .map(Some)
@@ -511,13 +519,13 @@ impl Applier {
     /// and none of its custom resources remain, counted at its storage version (else a served
     /// one: the same objects). When no version is served they cannot be counted, and the CRD is
     /// kept: unsure is a reason to keep, never to delete.
-    async fn custom_resources(&self, crd: &Member) -> Result<CustomResources, ApplyError> {
+    async fn custom_resources(self, crd: &Member) -> Result<CustomResources, ApplyError> {
         let name = &crd.key.name;
         let read = |source| ApplyError::Read {
             what: format!("reading CustomResourceDefinition {name}"),
             source,
         };
-        let crds: Api<CustomResourceDefinition> = Api::all(self.client.clone());
+        let crds: Api<CustomResourceDefinition> = Api::all(self.applier.client.clone());
         let Some(live) = crds.get_opt(name).await.map_err(read)? else {
             // Gone already: deleting it is a no-op the precondition turns into 404.
             return Ok(CustomResources::None {
@@ -543,7 +551,7 @@ impl Applier {
             kind: spec.names.kind.clone(),
             plural: spec.names.plural.clone(),
         };
-        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
+        let api: Api<DynamicObject> = Api::all_with(self.applier.client.clone(), &resource);
         let found = match api.list_metadata(&ListParams::default().limit(1)).await {
             Ok(found) => found,
             // Unsure is a reason to keep, never to delete (nor to hold up the uninstall: a
@@ -568,12 +576,7 @@ impl Applier {
     /// BundleDeployment does not have the garbage collector delete it) and says why it is
     /// still there. A merge patch with the member's uid and resourceVersion: nothing else is
     /// changed, and a changed object is looked at again rather than guessed at.
-    async fn unmark(
-        &self,
-        served: &mut Served,
-        member: &Member,
-        owner: &Owner,
-    ) -> Result<(), ApplyError> {
+    async fn unmark(self, served: &mut Served, member: &Member) -> Result<(), ApplyError> {
         let key = &member.key;
         let Some(api) = self.api_of(served, key).await? else {
             return Ok(());
@@ -591,7 +594,7 @@ impl Applier {
             .clone()
             .unwrap_or_default()
             .into_iter()
-            .filter(|r| r.uid != owner.uid)
+            .filter(|r| r.uid != self.owner.uid)
             .collect();
         let patch = json!({
             "metadata": {
@@ -602,7 +605,7 @@ impl Applier {
                     marks::OWNER_NAME: null,
                     applyset::PART_OF: null,
                 },
-                "annotations": {KEPT: owner.name},
+                "annotations": {KEPT: self.owner.name},
                 "ownerReferences": references,
             },
         });

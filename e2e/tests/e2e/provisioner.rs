@@ -13,6 +13,7 @@ use provisioner::apply::{Applier, ApplyError, FIELD_MANAGER};
 use provisioner::bundle::Tree;
 use provisioner::format::plain;
 use provisioner::marks::{OWNER_KIND, OWNER_NAME, Owner};
+use provisioner::set::Set;
 use serde_json::json;
 
 /// A BundleDeployment to own what is applied (owner references must name a real object, or
@@ -238,8 +239,8 @@ async fn an_upgrade_prunes_what_it_drops_updates_the_rest_and_a_failing_one_chan
             "manifests/drop.yaml",
             config_map(&ctx, "drop", json!({"x": "1"})),
         );
-    let synced = applier
-        .sync(&owner, plain::objects(&v1).unwrap())
+    let synced = Set::of(&applier, &owner)
+        .sync(plain::objects(&v1).unwrap())
         .await
         .unwrap();
     assert_eq!(synced.applied.len(), 2);
@@ -287,8 +288,8 @@ async fn an_upgrade_prunes_what_it_drops_updates_the_rest_and_a_failing_one_chan
             "manifests/new.yaml",
             config_map(&ctx, "new", json!({"y": "1"})),
         );
-    let synced = applier
-        .sync(&owner, plain::objects(&v2).unwrap())
+    let synced = Set::of(&applier, &owner)
+        .sync(plain::objects(&v2).unwrap())
         .await
         .unwrap();
     let removed: Vec<&str> = synced.removed.iter().map(|k| k.name.as_str()).collect();
@@ -316,8 +317,8 @@ async fn an_upgrade_prunes_what_it_drops_updates_the_rest_and_a_failing_one_chan
             "manifests/b-bad.yaml",
             config_map(&ctx, "bad", json!({"not a valid key!": "1"})),
         );
-    let err = applier
-        .sync(&owner, plain::objects(&v3).unwrap())
+    let err = Set::of(&applier, &owner)
+        .sync(plain::objects(&v3).unwrap())
         .await
         .unwrap_err();
     assert!(matches!(err, ApplyError::Refused { .. }), "{err}");
@@ -350,8 +351,8 @@ async fn removing_a_set_keeps_a_crd_that_still_has_custom_resources_without_our_
         .file("manifests/widget.yaml", yaml(&ctx, widget("ours")))
         .file("manifests/cm.yaml", config_map(&ctx, "settings", json!({})));
     let applier = Applier::new(ctx.client.clone(), ctx.namespace.clone());
-    applier
-        .sync(&owner, plain::objects(&tree).unwrap())
+    Set::of(&applier, &owner)
+        .sync(plain::objects(&tree).unwrap())
         .await
         .unwrap();
     // A user's own custom resource of the bundle's CRD.
@@ -363,7 +364,7 @@ async fn removing_a_set_keeps_a_crd_that_still_has_custom_resources_without_our_
     let mine: DynamicObject = serde_json::from_value(widget("mine")).unwrap();
     widgets.create(&PostParams::default(), &mine).await.unwrap();
 
-    let removed = applier.remove_all(&owner).await.unwrap();
+    let removed = Set::of(&applier, &owner).remove_all().await.unwrap();
     let mut names: Vec<&str> = removed.removed.iter().map(|k| k.name.as_str()).collect();
     names.sort_unstable();
     assert_eq!(names, ["ours", "settings"]);

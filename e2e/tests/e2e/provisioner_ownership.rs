@@ -18,6 +18,7 @@ use provisioner::applyset::PART_OF;
 use provisioner::bundle::Tree;
 use provisioner::format::plain;
 use provisioner::marks::{KEPT, OWNER_KIND, OWNER_NAME, Owner};
+use provisioner::set::Set;
 use serde_json::json;
 
 use crate::provisioner::{config_map, owner, owner_named, widget_crd, yaml};
@@ -64,8 +65,8 @@ async fn labels_anyone_can_write_never_get_an_object_deleted() {
             config_map(&ctx, "a", json!({"v": "1", "dropped": "x"})),
         )
         .file("manifests/b.yaml", config_map(&ctx, "b", json!({"v": "1"})));
-    applier
-        .sync(&owner, plain::objects(&v1).unwrap())
+    Set::of(&applier, &owner)
+        .sync(plain::objects(&v1).unwrap())
         .await
         .unwrap();
     // Created (so that a race for it is lost, not won twice), then owned as an apply owns it:
@@ -92,8 +93,8 @@ async fn labels_anyone_can_write_never_get_an_object_deleted() {
     }
     // An upgrade that drops b prunes b alone.
     let v2 = Tree::new().file("manifests/a.yaml", config_map(&ctx, "a", json!({"v": "2"})));
-    let synced = applier
-        .sync(&owner, plain::objects(&v2).unwrap())
+    let synced = Set::of(&applier, &owner)
+        .sync(plain::objects(&v2).unwrap())
         .await
         .unwrap();
     let removed: Vec<&str> = synced.removed.iter().map(|k| k.name.as_str()).collect();
@@ -102,7 +103,7 @@ async fn labels_anyone_can_write_never_get_an_object_deleted() {
     let a = configmaps.get("a").await.unwrap().data.unwrap();
     assert_eq!(a.get("dropped"), None, "{a:?}");
     // Deleting the set deletes a alone.
-    let all = applier.remove_all(&owner).await.unwrap();
+    let all = Set::of(&applier, &owner).remove_all().await.unwrap();
     let removed: Vec<&str> = all.removed.iter().map(|k| k.name.as_str()).collect();
     assert_eq!(removed, ["a"]);
     for ns in [ctx.namespace.as_str(), elsewhere.as_str()] {
@@ -129,8 +130,8 @@ async fn two_bundle_deployments_racing_for_one_object_install_exactly_once() {
     let objects = plain::objects(&tree).unwrap();
     for round in 0..50 {
         let (a, b) = tokio::join!(
-            applier.sync(&first, objects.clone()),
-            applier.sync(&second, objects.clone())
+            Set::of(&applier, &first).sync(objects.clone()),
+            Set::of(&applier, &second).sync(objects.clone())
         );
         let (winner, loser) = match (&a, &b) {
             (Ok(_), Err(e)) => (&first, e),
@@ -147,7 +148,7 @@ async fn two_bundle_deployments_racing_for_one_object_install_exactly_once() {
         assert_eq!(reference.uid, winner.uid, "round {round}");
         // The loser has nothing to remove; the winner removes the object.
         for owner in [&first, &second] {
-            applier.remove_all(owner).await.unwrap();
+            Set::of(&applier, owner).remove_all().await.unwrap();
         }
         wait_for_deletion(&configmaps, "shared", GONE)
             .await
@@ -167,8 +168,8 @@ async fn a_bundle_cannot_choose_a_crds_owner() {
         "name": "nobody", "uid": "3f0d5e1c-0000-4000-8000-000000000000"}]);
     let tree = Tree::new().file("manifests/crd.yaml", yaml(&ctx, crd));
     let applier = Applier::new(ctx.client.clone(), ctx.namespace.clone());
-    applier
-        .sync(&owner, plain::objects(&tree).unwrap())
+    Set::of(&applier, &owner)
+        .sync(plain::objects(&tree).unwrap())
         .await
         .unwrap();
     let live = Api::<CustomResourceDefinition>::all(ctx.client.clone())
@@ -180,7 +181,7 @@ async fn a_bundle_cannot_choose_a_crds_owner() {
         "{:?}",
         live.owner_references()
     );
-    applier.remove_all(&owner).await.unwrap();
+    Set::of(&applier, &owner).remove_all().await.unwrap();
     ctx.cleanup().await.unwrap();
 }
 
@@ -201,7 +202,10 @@ async fn a_namespace_holding_a_users_objects_is_kept_and_taken_back_on_reinstall
         .file("manifests/empty.yaml", yaml(&ctx, namespace(&empty)))
         .file("manifests/cm.yaml", yaml(&ctx, settings));
     let objects = plain::objects(&tree).unwrap();
-    applier.sync(&owner, objects.clone()).await.unwrap();
+    Set::of(&applier, &owner)
+        .sync(objects.clone())
+        .await
+        .unwrap();
     // A user's Secret in the install namespace.
     let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &install);
     let license: Secret = serde_json::from_value(json!({"apiVersion": "v1", "kind": "Secret",
@@ -212,7 +216,7 @@ async fn a_namespace_holding_a_users_objects_is_kept_and_taken_back_on_reinstall
         .await
         .unwrap();
 
-    let removed = applier.remove_all(&owner).await.unwrap();
+    let removed = Set::of(&applier, &owner).remove_all().await.unwrap();
     let mut names: Vec<&str> = removed.removed.iter().map(|k| k.name.as_str()).collect();
     names.sort_unstable();
     assert_eq!(names, [empty.as_str(), "settings"]);
@@ -244,7 +248,7 @@ async fn a_namespace_holding_a_users_objects_is_kept_and_taken_back_on_reinstall
     wait_for_deletion(&namespaces, &empty, GONE).await.unwrap();
 
     // Installing again takes the namespace back (it was a conflict for ever before).
-    applier.sync(&owner, objects).await.unwrap();
+    Set::of(&applier, &owner).sync(objects).await.unwrap();
     let live = namespaces.get(&install).await.unwrap();
     assert_eq!(live.labels().get(OWNER_NAME), Some(&owner.name));
     assert_eq!(live.annotations().get(KEPT), None);
@@ -261,8 +265,8 @@ async fn a_namespace_holding_a_users_objects_is_kept_and_taken_back_on_reinstall
                 "metadata": {"name": "settings", "namespace": install}, "data": {"a": "2"}}),
         ),
     );
-    let synced = applier
-        .sync(&owner, plain::objects(&only_settings).unwrap())
+    let synced = Set::of(&applier, &owner)
+        .sync(plain::objects(&only_settings).unwrap())
         .await
         .unwrap();
     assert_eq!(synced.kept.len(), 1, "{:?}", synced.kept);
@@ -287,7 +291,7 @@ async fn a_namespace_holding_a_users_objects_is_kept_and_taken_back_on_reinstall
             .deletion_timestamp
             .is_none()
     );
-    applier.remove_all(&owner).await.unwrap();
+    Set::of(&applier, &owner).remove_all().await.unwrap();
     ctx.cleanup().await.unwrap();
 }
 
@@ -300,8 +304,8 @@ async fn a_kept_crd_is_taken_back_and_one_no_version_serves_is_kept() {
     let crd_name = format!("widgets.{group}");
     let crds: Api<CustomResourceDefinition> = Api::all(ctx.client.clone());
     let v1 = Tree::new().file("manifests/crd.yaml", yaml(&ctx, widget_crd(&group)));
-    applier
-        .sync(&owner, plain::objects(&v1).unwrap())
+    Set::of(&applier, &owner)
+        .sync(plain::objects(&v1).unwrap())
         .await
         .unwrap();
     let widgets: Api<DynamicObject> = Api::namespaced_with(
@@ -314,7 +318,7 @@ async fn a_kept_crd_is_taken_back_and_one_no_version_serves_is_kept() {
         "metadata": {"name": "mine", "namespace": ctx.namespace}}))
     .unwrap();
     widgets.create(&PostParams::default(), &mine).await.unwrap();
-    let kept = applier.remove_all(&owner).await.unwrap();
+    let kept = Set::of(&applier, &owner).remove_all().await.unwrap();
     assert_eq!(kept.kept.len(), 1);
     assert_eq!(
         crds.get(&crd_name).await.unwrap().annotations().get(KEPT),
@@ -323,8 +327,8 @@ async fn a_kept_crd_is_taken_back_and_one_no_version_serves_is_kept() {
 
     // The same BundleDeployment installs it again: the kept CRD is its own again, with the
     // user's data (it was a conflict for ever before, whose message said to delete it).
-    applier
-        .sync(&owner, plain::objects(&v1).unwrap())
+    Set::of(&applier, &owner)
+        .sync(plain::objects(&v1).unwrap())
         .await
         .unwrap();
     let crd = crds.get(&crd_name).await.unwrap();
@@ -337,11 +341,11 @@ async fn a_kept_crd_is_taken_back_and_one_no_version_serves_is_kept() {
     let mut unserved = widget_crd(&group);
     unserved["spec"]["versions"][0]["served"] = json!(false);
     let v2 = Tree::new().file("manifests/crd.yaml", yaml(&ctx, unserved));
-    applier
-        .sync(&owner, plain::objects(&v2).unwrap())
+    Set::of(&applier, &owner)
+        .sync(plain::objects(&v2).unwrap())
         .await
         .unwrap();
-    let removed = applier.remove_all(&owner).await.unwrap();
+    let removed = Set::of(&applier, &owner).remove_all().await.unwrap();
     assert!(removed.removed.is_empty(), "{:?}", removed.removed);
     assert_eq!(removed.kept.len(), 1);
     assert!(
@@ -521,8 +525,8 @@ async fn bundles_never_reach_the_managers_namespace_nor_one_not_allowed() {
         (cm(Some(&managers)), "is the managers' own"),
         (cm(Some(&other)), "--allowed-namespaces"),
     ] {
-        let err = applier
-            .sync(&owner, plain::objects(&tree).unwrap())
+        let err = Set::of(&applier, &owner)
+            .sync(plain::objects(&tree).unwrap())
             .await
             .unwrap_err();
         assert!(
@@ -538,8 +542,8 @@ async fn bundles_never_reach_the_managers_namespace_nor_one_not_allowed() {
             .unwrap();
         assert!(written.is_none(), "a refused object was written in {ns}");
     }
-    applier
-        .sync(&owner, plain::objects(&cm(Some(&ctx.namespace))).unwrap())
+    Set::of(&applier, &owner)
+        .sync(plain::objects(&cm(Some(&ctx.namespace))).unwrap())
         .await
         .unwrap();
 
@@ -569,6 +573,6 @@ async fn bundles_never_reach_the_managers_namespace_nor_one_not_allowed() {
     assert!(message.contains("is the managers' own"), "{message}");
     bds.delete(&name, &Default::default()).await.unwrap();
     wait_for_deletion(&bds, &name, GONE).await.unwrap();
-    applier.remove_all(&owner).await.unwrap();
+    Set::of(&applier, &owner).remove_all().await.unwrap();
     ctx.cleanup().await.unwrap();
 }

@@ -1,10 +1,13 @@
 //! One group's answers: from this snapshot's view of the group, from the memo (exact, or
 //! reused for a grace after BundleDeployments moved), or from a fresh solve, whose changes
-//! re-queue the group's other members.
+//! re-queue the group's other members. [`Groups`] keeps the views, the solve's time limit and
+//! metrics, and the channel re-queues go to.
 
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use futures::channel::mpsc::UnboundedSender;
 
 use kube::ResourceExt;
 use olm_api::operator::Operator;
@@ -12,19 +15,87 @@ use olm_resolver::resolve::{Outcome, Request, ResolveError, resolve_each_on};
 
 use super::decide::{self, Step};
 use super::prepare::Prepared;
-use super::{GRACE, Resolver, View, Views, keys};
+use super::{Memo, keys, lock};
 use crate::inputs::{Deployed, request_of};
 use crate::memo::{Base, GroupAnswers};
+use crate::metrics::OperatorMetrics;
 
-impl Resolver {
-    /// The outcome of request `i`, from its group's memoized answer or a fresh solve.
+/// How long a group's answer is reused for BundleDeployments that moved to it, before one
+/// fresh solve confirms it (see [`crate::memo`]).
+const GRACE: Duration = Duration::from_secs(2);
+
+/// The answers of each group for one snapshot.
+#[derive(Default)]
+struct Views {
+    snap_key: u64,
+    by_group: HashMap<usize, View>,
+}
+
+struct View {
+    answers: Arc<GroupAnswers>,
+    /// Set when the answer is a reuse (see [`crate::memo`]): the view then serves only until
+    /// the grace is over, when the group must be solved again.
+    reused_since: Option<Instant>,
+}
+
+/// The groups' answers as they are found or solved.
+pub(super) struct Groups {
+    metrics: Option<OperatorMetrics>,
+    /// Where to send the names of Operators whose answer may have changed because another
+    /// member of their group changed (the controller re-queues them).
+    requeue: OnceLock<UnboundedSender<String>>,
+    /// How long one group's solve may take.
+    pub(super) timeout: Duration,
+    views: Mutex<Views>,
+}
+
+impl Groups {
+    /// No views yet; solves limited to `timeout` each, timed into `metrics`.
+    pub(super) fn new(metrics: Option<OperatorMetrics>, timeout: Duration) -> Groups {
+        Groups {
+            metrics,
+            requeue: OnceLock::new(),
+            timeout,
+            views: Mutex::default(),
+        }
+    }
+
+    /// Sends the names of Operators to re-queue to `tx` from now on.
+    pub(super) fn set_requeue(&self, tx: UnboundedSender<String>) {
+        let _ = self.requeue.set(tx);
+    }
+
+    /// Re-queues `names` after `delay` (from a task, so the reconcile does not wait).
+    fn requeue_after(&self, delay: Duration, names: Vec<String>) {
+        let (Some(tx), Ok(runtime)) = (self.requeue.get(), tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        let tx = tx.clone();
+        runtime.spawn(async move {
+            tokio::time::sleep(delay).await;
+            for n in names {
+                let _ = tx.unbounded_send(n);
+            }
+        });
+    }
+
+    fn requeue(&self, names: impl IntoIterator<Item = String>) {
+        if let Some(tx) = self.requeue.get() {
+            for n in names {
+                let _ = tx.unbounded_send(n);
+            }
+        }
+    }
+
     /// The outcome of Operator `i`: from the view of its group for this very snapshot (the
-    /// many reconciles of one burst share it), else from [`Self::group_answers`].
-    pub(super) fn group_outcome(&self, p: &Prepared, i: usize) -> Outcome {
+    /// many reconciles of one burst share it), else from [`Self::answers`] (`memo` holding
+    /// the answers kept across snapshots).
+    pub(super) fn outcome(&self, memo: &Mutex<Memo>, p: &Prepared, i: usize) -> Outcome {
         let name = p.operators[i].name_any();
         let group = p.group(i);
         if let Some(g) = group {
-            let views = self.views();
+            let views = lock(&self.views);
             if views.snap_key == p.snap_key
                 && let Some(v) = views.by_group.get(&g)
                 && v.reused_since.is_none_or(|t| t.elapsed() < GRACE)
@@ -33,9 +104,9 @@ impl Resolver {
                 return o;
             }
         }
-        let (answers, reused_since) = self.group_answers(p, i, &name);
+        let (answers, reused_since) = self.answers(memo, p, i, &name);
         if let Some(g) = group {
-            let mut views = self.views();
+            let mut views = lock(&self.views);
             if views.snap_key != p.snap_key {
                 *views = Views {
                     snap_key: p.snap_key,
@@ -59,8 +130,9 @@ impl Resolver {
 
     /// The answers of Operator `i`'s group: memoized, reused (with the time since when), or
     /// solved afresh.
-    fn group_answers(
+    fn answers(
         &self,
+        memo: &Mutex<Memo>,
         p: &Prepared,
         i: usize,
         name: &str,
@@ -98,7 +170,7 @@ impl Resolver {
             .collect();
         let key = keys::answer_key(spec_key, &bases);
         let (exact, latest) = {
-            let memo = self.memo();
+            let memo = lock(memo);
             (memo.answers.get(key), memo.answers.latest(spec_key))
         };
         let now = Instant::now();
@@ -110,7 +182,7 @@ impl Resolver {
                 confirm_later,
             } => {
                 if confirm_later {
-                    self.memo().answers.mark_stale(spec_key, now);
+                    lock(memo).answers.mark_stale(spec_key, now);
                     // One reconcile after the grace re-solves the group; its fresh answer then
                     // re-queues the members it changes.
                     self.requeue_after(GRACE, vec![name.to_owned()]);
@@ -158,7 +230,7 @@ impl Resolver {
             .collect();
         self.requeue(decide::to_requeue(name, &mates));
         {
-            let mut memo = self.memo();
+            let mut memo = lock(memo);
             if memo.generation == p.generation {
                 memo.answers.insert(key, spec_key, answers.clone());
             }

@@ -5,9 +5,11 @@
 //! only its group.
 //!
 //! [`fetch`] reads the content (I/O), [`keys`] names what each cache depends on, and
-//! [`decide`] holds the decisions, pure; the [`Resolver`] keeps the caches and carries out
-//! what the decisions ask: `prepare` makes a snapshot ready (content, index, groups), `group`
-//! finds or solves a group's answers and re-queues the mates a fresh answer changes.
+//! [`decide`] holds the decisions, pure. The [`Resolver`] (here) holds the content client, the
+//! memo and the groups, and decides for an Operator; `prepare` (a function of the content and
+//! the memo) makes a snapshot ready (content, index, groups); `group`'s `Groups` finds or
+//! solves a group's answers, keeps the views a burst of reconciles shares, and re-queues the
+//! mates a fresh answer changes. Each type's `impl` is in the file that defines it.
 
 pub mod decide;
 pub mod fetch;
@@ -16,8 +18,8 @@ pub mod keys;
 mod prepare;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use kube::ResourceExt;
 use olm_api::bundle_deployment::BundleDeployment;
@@ -27,14 +29,10 @@ use olm_resolver::resolve::{ClusterApis, Index, Notice, Resolved, groups};
 
 use crate::content::ContentClient;
 use crate::inputs::{Deployed, selects};
-use crate::memo::GroupAnswers;
 use crate::metrics::OperatorMetrics;
 
-use prepare::Prepared;
-
-/// How long a group's answer is reused for BundleDeployments that moved to it, before one
-/// fresh solve confirms it (see [`crate::memo`]).
-const GRACE: Duration = Duration::from_secs(2);
+use group::Groups;
+use prepare::{Prepared, prepare};
 
 /// The objects resolution reads.
 #[derive(Debug, Clone, Default)]
@@ -103,31 +101,17 @@ struct Memo {
     answers: crate::memo::Memo,
 }
 
-/// The answers of each group for one snapshot.
-#[derive(Default)]
-struct Views {
-    snap_key: u64,
-    by_group: HashMap<usize, View>,
-}
-
-struct View {
-    answers: Arc<GroupAnswers>,
-    /// Set when the answer is a reuse (see [`crate::memo`]): the view then serves only until
-    /// the grace is over, when the group must be solved again.
-    reused_since: Option<Instant>,
-}
-
 /// Resolution with its caches. Share it as `Arc<Resolver>`.
 pub struct Resolver {
     content: Arc<ContentClient>,
-    metrics: Option<OperatorMetrics>,
     memo: Mutex<Memo>,
-    /// Where to send the names of Operators whose answer may have changed because another
-    /// member of their group changed (the controller re-queues them).
-    requeue: std::sync::OnceLock<futures::channel::mpsc::UnboundedSender<String>>,
-    /// How long one group's solve may take.
-    timeout: Duration,
-    views: Mutex<Views>,
+    groups: Groups,
+}
+
+/// The guard of `mutex`, even if a panic poisoned it (the caches stay consistent: every write
+/// under a lock is one assignment or insert).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Resolver {
@@ -135,7 +119,6 @@ impl Resolver {
     pub fn new(content: Arc<ContentClient>, metrics: Option<OperatorMetrics>) -> Self {
         Self {
             content,
-            metrics,
             memo: Mutex::new(Memo {
                 index_key: 0,
                 index: Arc::new(Index::default()),
@@ -143,50 +126,25 @@ impl Resolver {
                 groups: HashMap::new(),
                 answers: crate::memo::Memo::default(),
             }),
-            requeue: std::sync::OnceLock::new(),
-            timeout: Duration::from_secs(30),
-            views: Mutex::default(),
+            groups: Groups::new(metrics, Duration::from_secs(30)),
         }
     }
 
     /// The same, with solves limited to `timeout` each (30 s by default).
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
+        self.groups.timeout = timeout;
         self
     }
 
     /// Sends the names of Operators to re-queue to `tx` from now on.
     pub fn set_requeue(&self, tx: futures::channel::mpsc::UnboundedSender<String>) {
-        let _ = self.requeue.set(tx);
-    }
-
-    /// Re-queues `names` after `delay` (from a task, so the reconcile does not wait).
-    fn requeue_after(&self, delay: Duration, names: Vec<String>) {
-        let (Some(tx), Ok(runtime)) = (self.requeue.get(), tokio::runtime::Handle::try_current())
-        else {
-            return;
-        };
-        let tx = tx.clone();
-        runtime.spawn(async move {
-            tokio::time::sleep(delay).await;
-            for n in names {
-                let _ = tx.unbounded_send(n);
-            }
-        });
-    }
-
-    fn requeue(&self, names: impl IntoIterator<Item = String>) {
-        if let Some(tx) = self.requeue.get() {
-            for n in names {
-                let _ = tx.unbounded_send(n);
-            }
-        }
+        self.groups.set_requeue(tx);
     }
 
     /// The Operators of `operators` whose answers an Operator for `package` can affect (its
     /// group, by the current index), for when that Operator goes away.
     pub fn mates(&self, operators: &[Arc<Operator>], package: &str) -> Vec<String> {
-        let index = self.memo().index.clone();
+        let index = lock(&self.memo).index.clone();
         let mut packages: Vec<&str> = operators
             .iter()
             .map(|o| o.spec.package_name.as_str())
@@ -202,14 +160,6 @@ impl Resolver {
             .collect()
     }
 
-    fn views(&self) -> std::sync::MutexGuard<'_, Views> {
-        self.views.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn memo(&self) -> std::sync::MutexGuard<'_, Memo> {
-        self.memo.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// The content client.
     pub fn content(&self) -> &Arc<ContentClient> {
         &self.content
@@ -218,7 +168,7 @@ impl Resolver {
     /// Decides for the Operator `name`; `None` if it is not in the snapshot (or is being
     /// deleted).
     pub async fn decide(&self, snapshot: &Snapshot, name: &str) -> Option<Decision> {
-        let p = self.prepare(snapshot).await;
+        let p = prepare(&self.content, &self.memo, snapshot).await;
         let i = p
             .operators
             .iter()
@@ -228,12 +178,11 @@ impl Resolver {
 
     /// Decides for every Operator, by name.
     pub async fn decide_all(&self, snapshot: &Snapshot) -> BTreeMap<String, Decision> {
-        let p = self.prepare(snapshot).await;
+        let p = prepare(&self.content, &self.memo, snapshot).await;
         (0..p.operators.len())
             .map(|i| (p.operators[i].name_any(), self.decide_prepared(&p, i)))
             .collect()
     }
-
     fn decide_prepared(&self, p: &Prepared, i: usize) -> Decision {
         let op = &p.operators[i];
         let name = op.name_any();
@@ -256,7 +205,8 @@ impl Resolver {
             decision.answer = Answer::Unknown(why);
             return decision;
         }
-        decision.answer = decide::answer(self.group_outcome(p, i), self.timeout);
+        decision.answer =
+            decide::answer(self.groups.outcome(&self.memo, p, i), self.groups.timeout);
         if let Answer::Resolved(resolved) = &decision.answer {
             let explained = decide::explain(&p.index, op, decision.deployed.as_ref(), resolved);
             decision.notices = explained.notices;

@@ -3,13 +3,14 @@
 
 use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use olm_api::bundle_deployment::BundleDeployment;
 use olm_api::operator::Operator;
 use olm_resolver::resolve::{CatalogMeta, Index, groups};
 
-use super::{LeftOut, Resolver, Snapshot, fetch, keys};
+use super::{LeftOut, Memo, Snapshot, fetch, keys, lock};
+use crate::content::ContentClient;
 use crate::inputs::{CatalogFacts, Deployed, catalog_facts, deployed};
 
 /// A snapshot made ready: catalogs read, index built, Operators sorted and grouped. Only what
@@ -72,95 +73,98 @@ impl<'a> Prepared<'a> {
     }
 }
 
-impl Resolver {
-    pub(super) async fn prepare<'a>(&self, snapshot: &'a Snapshot) -> Prepared<'a> {
-        let mut facts: Vec<CatalogFacts> =
-            snapshot.catalogs.iter().map(|c| catalog_facts(c)).collect();
-        facts.sort_by(|a, b| a.name.cmp(&b.name));
-        let got = fetch::fetch(&self.content, &facts).await;
-        let fetch::Sorted {
-            available,
-            left_out,
-            hashes,
-        } = fetch::sort_out(&facts, got);
-        let index_key = keys::index_key(&available);
+/// `snapshot` made ready: the Catalogs' content read through `content`, the index and the
+/// grouping taken from `memo` when their inputs are unchanged, else built and kept there.
+pub(super) async fn prepare<'a>(
+    content: &ContentClient,
+    memo: &Mutex<Memo>,
+    snapshot: &'a Snapshot,
+) -> Prepared<'a> {
+    let mut facts: Vec<CatalogFacts> = snapshot.catalogs.iter().map(|c| catalog_facts(c)).collect();
+    facts.sort_by(|a, b| a.name.cmp(&b.name));
+    let got = fetch::fetch(content, &facts).await;
+    let fetch::Sorted {
+        available,
+        left_out,
+        hashes,
+    } = fetch::sort_out(&facts, got);
+    let index_key = keys::index_key(&available);
 
-        let operators: Vec<&Arc<Operator>> = snapshot
-            .operators
-            .iter()
-            .filter(|o| o.metadata.deletion_timestamp.is_none())
-            .collect();
+    let operators: Vec<&Arc<Operator>> = snapshot
+        .operators
+        .iter()
+        .filter(|o| o.metadata.deletion_timestamp.is_none())
+        .collect();
 
-        let (index, generation) = {
-            let mut memo = self.memo();
-            if memo.index_key != index_key || memo.generation == 0 {
-                let index = Index::from_contents(available.iter().map(|(f, c)| {
-                    (
-                        CatalogMeta {
-                            name: f.name.clone(),
-                            priority: f.priority,
-                            labels: f.labels.clone(),
-                        },
-                        c.clone(),
-                    )
-                }));
-                memo.index = Arc::new(index);
-                memo.index_key = index_key;
-                memo.generation += 1;
-                memo.groups.clear();
-                memo.answers.clear();
-            }
-            (memo.index.clone(), memo.generation)
-        };
-        // The grouping depends only on the set of requested packages.
-        let groups_key = keys::groups_key(&operators);
-        let cached = self.memo().groups.get(&groups_key).cloned();
-        let group_of = match cached {
-            Some(g)
-                if operators
-                    .iter()
-                    .all(|o| g.contains_key(&o.spec.package_name)) =>
-            {
-                g
-            }
-            _ => {
-                let packages: BTreeSet<&str> = operators
-                    .iter()
-                    .map(|o| o.spec.package_name.as_str())
-                    .collect();
-                let packages: Vec<&str> = packages.into_iter().collect();
-                let numbers = groups(&index, &packages);
-                let g: Arc<HashMap<String, usize>> = Arc::new(
-                    packages
-                        .iter()
-                        .zip(numbers)
-                        .map(|(p, n)| ((*p).to_owned(), n))
-                        .collect(),
-                );
-                let mut memo = self.memo();
-                if memo.generation == generation {
-                    memo.groups.insert(groups_key, g.clone());
-                }
-                g
-            }
-        };
-        let apis_key = keys::fingerprint(&*snapshot.apis);
-        let snap_key = keys::fingerprint(&(
-            keys::snap_key(generation, &operators, &snapshot.bundle_deployments),
-            apis_key,
-        ));
-        Prepared {
-            index,
-            generation,
-            facts,
-            hashes,
-            left_out,
-            operators,
-            group_of,
-            snap_key,
-            apis_key,
-            snapshot,
-            bundle_deployments: OnceCell::new(),
+    let (index, generation) = {
+        let mut memo = lock(memo);
+        if memo.index_key != index_key || memo.generation == 0 {
+            let index = Index::from_contents(available.iter().map(|(f, c)| {
+                (
+                    CatalogMeta {
+                        name: f.name.clone(),
+                        priority: f.priority,
+                        labels: f.labels.clone(),
+                    },
+                    c.clone(),
+                )
+            }));
+            memo.index = Arc::new(index);
+            memo.index_key = index_key;
+            memo.generation += 1;
+            memo.groups.clear();
+            memo.answers.clear();
         }
+        (memo.index.clone(), memo.generation)
+    };
+    // The grouping depends only on the set of requested packages.
+    let groups_key = keys::groups_key(&operators);
+    let cached = lock(memo).groups.get(&groups_key).cloned();
+    let group_of = match cached {
+        Some(g)
+            if operators
+                .iter()
+                .all(|o| g.contains_key(&o.spec.package_name)) =>
+        {
+            g
+        }
+        _ => {
+            let packages: BTreeSet<&str> = operators
+                .iter()
+                .map(|o| o.spec.package_name.as_str())
+                .collect();
+            let packages: Vec<&str> = packages.into_iter().collect();
+            let numbers = groups(&index, &packages);
+            let g: Arc<HashMap<String, usize>> = Arc::new(
+                packages
+                    .iter()
+                    .zip(numbers)
+                    .map(|(p, n)| ((*p).to_owned(), n))
+                    .collect(),
+            );
+            let mut memo = lock(memo);
+            if memo.generation == generation {
+                memo.groups.insert(groups_key, g.clone());
+            }
+            g
+        }
+    };
+    let apis_key = keys::fingerprint(&*snapshot.apis);
+    let snap_key = keys::fingerprint(&(
+        keys::snap_key(generation, &operators, &snapshot.bundle_deployments),
+        apis_key,
+    ));
+    Prepared {
+        index,
+        generation,
+        facts,
+        hashes,
+        left_out,
+        operators,
+        group_of,
+        snap_key,
+        apis_key,
+        snapshot,
+        bundle_deployments: OnceCell::new(),
     }
 }

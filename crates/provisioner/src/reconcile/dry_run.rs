@@ -106,8 +106,7 @@ async fn preview(
     };
     // What would stop the sync stops the dry run, with the same words.
     before_sync(ctx, bd, owner, format, settings, &objects).await?;
-    ctx.applier
-        .preview(owner, &objects)
+    crate::dry_run::preview(&ctx.applier, owner, &objects)
         .await
         .map_err(Attempt::from)
 }

@@ -27,6 +27,7 @@ use crate::metrics::ProvisionerMetrics;
 use crate::object::{Key, Object, Stored};
 use crate::plan::{FINALIZER, Plan, installed_of, plan};
 use crate::render::Renderer;
+use crate::set::Set;
 use crate::settings::Settings;
 use crate::source::{Format, Wanted};
 use crate::status::{Attempt, Installed, reasons};
@@ -150,7 +151,7 @@ pub async fn reconcile(bd: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<A
             Ok(Action::await_change())
         }
         Plan::Uninstall => {
-            let removed = match ctx.applier.remove_all(&owner).await {
+            let removed = match Set::of(&ctx.applier, &owner).remove_all().await {
                 Ok(removed) => removed,
                 Err(e) => {
                     report::uninstall_failed(&ctx, &bd, &e.to_string()).await;
@@ -536,7 +537,9 @@ async fn sync(
     // What this sync writes, its watch may not have seen yet: health is read afresh after it.
     ctx.memory.forget_health_reads(&owner.name, None);
     let timer = ctx.metrics.apply_duration.start_timer();
-    let synced = ctx.applier.sync_in(owner, objects, home.as_deref()).await;
+    let synced = Set::of(&ctx.applier, owner)
+        .sync_in(objects, home.as_deref())
+        .await;
     timer.observe_duration();
     match synced {
         Ok(synced) => {
@@ -603,7 +606,7 @@ async fn before_sync(
         Format::Helm | Format::Kustomize => settings.namespace.clone(),
         Format::Plain => None,
     };
-    let installed = ctx.applier.applied_namespaces(owner).await?;
+    let installed = Set::of(&ctx.applier, owner).applied_namespaces().await?;
     let wanted: std::collections::BTreeSet<String> =
         namespace_objects.chain(home.clone()).collect();
     let allowed = crate::namespace_move::allowed(bd.annotations());

@@ -3,7 +3,7 @@
 use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Held by the supervisor for its whole life: one supervisor per folder.
 pub const LOCK: &str = "supervisor.lock";

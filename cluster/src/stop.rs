@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Who owns the supervisor, and so what asks it to stop besides signals.
 #[derive(Debug, Clone)]

@@ -3,11 +3,10 @@
 //! the logs. A start that fails half way, or is asked to stop, ends the same way.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::ServiceAccount;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Api;
 
 use super::children::Children;
@@ -15,8 +14,9 @@ use super::components::{self, Binaries, Ports};
 use super::folder::{self, io_error};
 use super::step::{Probe, Step, wait_until};
 use super::stop::{Owner, Requests};
-use super::{kubeconfig, log, pki::Pki};
-use crate::{Error, Result};
+use super::{kubeconfig, pki::Pki};
+use crate::error::{Error, Result};
+use crate::log::log;
 
 /// How lines of a component's log a failure shows.
 const TAIL_LINES: usize = 30;
@@ -175,7 +175,7 @@ async fn start(
 
     children.start(components::etcd(&bins, &ports, dir))?;
     let etcd = format!("http://127.0.0.1:{}/health", ports.etcd);
-    wait_until(step, "etcd", 30, || probe.ok(etcd.clone())).await?;
+    wait_until(step, "etcd", 30, || probe.ok(&etcd)).await?;
 
     children.start(components::apiserver(
         &bins,
@@ -187,7 +187,7 @@ async fn start(
     let server = format!("https://{}:{}", net.address, ports.api);
     let kubeconfig_path = dir.join(folder::KUBECONFIG);
     kubeconfig::write(&kubeconfig::admin(&server, &pki), &kubeconfig_path)?;
-    let client = crate::cluster::client_for(&kubeconfig_path).await?;
+    let client = crate::client::client_for(&kubeconfig_path).await?;
     wait_until(step, "kube-apiserver /readyz", 90, || readyz(&client)).await?;
     log(&format!(
         "kube-apiserver ready on {server} after {}s",
@@ -196,19 +196,16 @@ async fn start(
 
     if let Some(crds) = crds {
         step.set("the CRDs to be established");
-        crate::apply::apply_crds(&client, crds_in(crds)?).await?;
+        crate::crds::apply(&client, crate::crds::read(crds)?).await?;
         log(&format!("the CRDs of {} are established", crds.display()));
     }
 
     children.start(components::controller_manager(&bins, &ports, dir))?;
     children.start(components::scheduler(&bins, &ports, dir))?;
     let kcm = format!("https://127.0.0.1:{}/healthz", ports.controller_manager);
-    wait_until(step, "kube-controller-manager", 60, || {
-        probe.ok(kcm.clone())
-    })
-    .await?;
+    wait_until(step, "kube-controller-manager", 60, || probe.ok(&kcm)).await?;
     let sched = format!("https://127.0.0.1:{}/healthz", ports.scheduler);
-    wait_until(step, "kube-scheduler", 60, || probe.ok(sched.clone())).await?;
+    wait_until(step, "kube-scheduler", 60, || probe.ok(&sched)).await?;
     // The serviceaccount controller creating `default` shows the controllers really run.
     let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "default");
     wait_until(step, "serviceaccount default/default", 60, || async {
@@ -230,7 +227,7 @@ async fn start(
     let version = client
         .apiserver_version()
         .await
-        .map_err(crate::kube_err("reading /version"))?
+        .map_err(crate::error::kube_err("reading /version"))?
         .git_version;
     let mut env = env_file(&kubeconfig_path, &server, &version, dir, &bins);
     if let Some(node) = &node {
@@ -258,7 +255,12 @@ async fn readyz(client: &kube::Client) -> bool {
 
 /// The binaries, built (or found in the cache) by `tools/testbin/build.sh`.
 async fn binaries() -> Result<Binaries> {
-    let script = crate::repo_root().join("tools/testbin/build.sh");
+    // This crate lives in the repository's `cluster/`.
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let script = manifest
+        .parent()
+        .unwrap_or(manifest)
+        .join("tools/testbin/build.sh");
     let out = tokio::process::Command::new(&script)
         .arg("all")
         .stdin(std::process::Stdio::null())
@@ -280,24 +282,6 @@ async fn binaries() -> Result<Binaries> {
         )));
     }
     Binaries::parse(&String::from_utf8_lossy(&out.stdout))
-}
-
-/// Every CRD in the YAML files of `dir`, in file-name order.
-fn crds_in(dir: &Path) -> Result<Vec<CustomResourceDefinition>> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(io_error(dir))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
-        .collect();
-    files.sort();
-    let mut crds = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(&file).map_err(io_error(&file))?;
-        let docs: Vec<CustomResourceDefinition> = serde_saphyr::from_multiple(&text)
-            .map_err(|e| Error::Document(format!("{}: {e}", file.display())))?;
-        crds.extend(docs);
-    }
-    Ok(crds)
 }
 
 /// `DIR/env`: shell assignments for the control plane's users (the demo sources it).
@@ -330,18 +314,4 @@ fn node_env(node: &super::node::Started) -> String {
         node.registry,
         node.registry_dir.display()
     )
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-
-    #[test]
-    fn the_committed_crds_are_read_from_their_folder() {
-        let crds = crds_in(&crate::repo_root().join("config/crd")).unwrap();
-        let names: Vec<_> = crds.iter().map(kube::ResourceExt::name_any).collect();
-        assert_eq!(names.len(), olm_api::crds::all().len(), "{names:?}");
-        assert!(names.contains(&"catalogs.catalogd.operatorframework.io".to_owned()));
-    }
 }

@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::control_plane::folder::io_error;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
+use crate::folder::io_error;
 
 /// How long the clean-up waits for the kernel to let go of the node's processes.
 pub const RELEASE: Duration = Duration::from_secs(15);

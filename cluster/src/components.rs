@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::folder;
 use super::pki::files;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Extra flags for kube-apiserver, separated by whitespace (the harness's own test of a start
 /// that fails half way passes a bad one).

@@ -24,9 +24,9 @@ use std::time::{Duration, Instant};
 use super::cgroups::{self, RELEASE};
 use super::config;
 use super::network::Addresses;
-use crate::control_plane::folder::{self, io_error};
-use crate::control_plane::log;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
+use crate::folder::{self, io_error};
+use crate::log::log;
 
 /// How long a reaper waits for the index (an old run's reaper cleaning up).
 const HOLD: Duration = Duration::from_secs(30);

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use std::os::unix::process::CommandExt;
 
 use super::folder::{self, io_error};
-use super::log;
-use crate::Result;
+use crate::error::Result;
+use crate::log::log;
 
 /// How long `start` waits for the control plane (a cold build of it included).
 const START_TIMEOUT: Duration = Duration::from_secs(600);

@@ -1,11 +1,14 @@
 //! What the supervisor's start waits for, and how it waits: each wait names its step, so a
-//! start that fails says what it was waiting for.
+//! start that fails says what it was waiting for. Components are asked with olm-testkit's
+//! [`Probe`] (any certificate, any 2xx).
 
 use std::future::Future;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
+
+pub use olm_testkit::probe::Probe;
 
 /// How often a wait looks again.
 const POLL: Duration = Duration::from_millis(200);
@@ -47,37 +50,13 @@ where
     let deadline = Instant::now() + Duration::from_secs(seconds);
     while !check().await {
         if Instant::now() >= deadline {
-            return Err(Error::Cluster(format!(
-                "{what} was not ready within {seconds} s"
-            )));
+            return Err(Error::Timeout {
+                what: what.to_owned(),
+                seconds,
+                last_state: String::new(),
+            });
         }
         tokio::time::sleep(POLL).await;
     }
     Ok(())
-}
-
-/// Asks a component over HTTP(S) whether it is up: any 2xx answer.
-#[derive(Debug, Clone)]
-pub struct Probe(reqwest::Client);
-
-impl Probe {
-    /// A probe that takes any certificate: the components serve with certificates of their
-    /// own, and this only asks "are you up?".
-    pub fn new() -> Result<Probe> {
-        reqwest::Client::builder()
-            .tls_danger_accept_invalid_certs(true)
-            .timeout(Duration::from_secs(5))
-            .build()
-            .map(Probe)
-            .map_err(|e| Error::Cluster(format!("an HTTP client: {e}")))
-    }
-
-    /// Whether `url` answers 2xx.
-    pub async fn ok(&self, url: String) -> bool {
-        self.0
-            .get(url)
-            .send()
-            .await
-            .is_ok_and(|r| r.status().is_success())
-    }
 }

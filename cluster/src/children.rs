@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use super::components::Component;
 use super::folder::io_error;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// How long a component may take to stop after SIGTERM before it gets SIGKILL.
 pub const STOP_GRACE: Duration = Duration::from_secs(10);
@@ -94,13 +94,13 @@ impl Children {
     /// [`STOP_GRACE`]. Blocks until all have exited.
     pub fn stop_all(&self) {
         for (name, child) in self.procs().iter_mut().rev() {
-            match crate::process::stop_child(child, STOP_GRACE) {
-                Ok(true) => super::log(&format!(
+            match olm_testkit::process::stop_child(child, STOP_GRACE) {
+                Ok(true) => crate::log::log(&format!(
                     "{name} ignored SIGTERM for {}s; it was killed",
                     STOP_GRACE.as_secs()
                 )),
                 Ok(false) => {}
-                Err(e) => super::log(&format!("stopping {name}: {e}")),
+                Err(e) => crate::log::log(&format!("stopping {name}: {e}")),
             }
         }
     }

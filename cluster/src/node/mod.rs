@@ -38,10 +38,11 @@ use self::network::Addresses;
 use super::children::Children;
 use super::components::{Binaries, Component};
 use super::folder::io_error;
+use super::kubeconfig;
 use super::pki::{self, Pki};
 use super::step::{Probe, Step, wait_until};
-use super::{kubeconfig, log};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
+use crate::log::log;
 
 /// The node's folder in the cluster's folder.
 pub const FOLDER: &str = "node";
@@ -321,7 +322,7 @@ impl Node {
             ]),
         })?;
         let v2 = format!("http://{registry}/v2/");
-        wait_until(step, "the node's registry", 30, || probe.ok(v2.clone())).await?;
+        wait_until(step, "the node's registry", 30, || probe.ok(&v2)).await?;
         push_pause(bins, &registry, &registry_dir).await?;
 
         let hosts = self.layout.registry_hosts().join(&registry);
@@ -441,7 +442,7 @@ impl Node {
             ],
         ))?;
         let ready = config::coredns_ready(a);
-        wait_until(step, "CoreDNS", 60, || probe.ok(ready.clone())).await?;
+        wait_until(step, "CoreDNS", 60, || probe.ok(&ready)).await?;
         log(&format!(
             "node {} Ready; registry {registry}",
             config::NODE_NAME
@@ -522,11 +523,11 @@ async fn grant_coredns(client: &kube::Client) -> Result<()> {
     Api::<ClusterRole>::all(client.clone())
         .patch(name, &params, &Patch::Apply(&role))
         .await
-        .map_err(crate::kube_err("granting CoreDNS its reads"))?;
+        .map_err(crate::error::kube_err("granting CoreDNS its reads"))?;
     Api::<ClusterRoleBinding>::all(client.clone())
         .patch(name, &params, &Patch::Apply(&binding))
         .await
-        .map_err(crate::kube_err("granting CoreDNS its reads"))?;
+        .map_err(crate::error::kube_err("granting CoreDNS its reads"))?;
     Ok(())
 }
 

@@ -1,39 +1,9 @@
-//! The local control plane of the tests and the demo: etcd, kube-apiserver,
-//! kube-controller-manager and kube-scheduler as plain processes on 127.0.0.1, on free ports,
-//! with a throw-away PKI, and (unless `--no-node`) a real node ([`node`]: containerd, the
-//! kubelet, kube-proxy and CoreDNS in namespaces of their own, with a registry), supervised by
-//! the `olm-cluster` binary (`tools/testbin/cluster.sh` builds and runs it). The binaries come
-//! from `tools/testbin/build.sh` (a Go build, cached by version).
-//!
-//! * `olm-cluster run DIR [--crds CRD_DIR]` runs the control plane in the foreground as its
-//!   [`supervisor`]: it prints `ready` on stdout once it is up (`DIR/env` then holds shell
-//!   assignments: `KUBECONFIG`, `OLM_E2E_API_URL`, ...), and stops it when its stdin reaches
-//!   end of file or reads a `stop` line, or on SIGTERM, SIGINT or SIGHUP ([`stop`]). Whoever
-//!   holds the write end of its stdin owns the cluster: when that process dies, for whatever
-//!   reason, the pipe closes and the cluster stops. CRDs in `CRD_DIR` are applied before the
-//!   controller manager starts, so its garbage collector knows their kinds from its first
-//!   discovery (it reads discovery again only every 30 s).
-//! * `olm-cluster start DIR [--crds CRD_DIR]` and `olm-cluster stop DIR`: the same supervisor,
-//!   [`detached`] from the shell.
-//!
-//! Leak-free by construction: stop requests (signals included) are messages, never
-//! interruptions, so the clean-up always runs to its end; every component dies with the
-//! supervisor ([`children`]); a stop, or a start that fails half way, removes everything in
-//! `DIR` but `DIR/logs` ([`folder`]).
+//! The command line of `olm-cluster` and what each command runs.
 
-pub mod children;
-pub mod components;
-pub mod detached;
-pub mod folder;
-pub mod kubeconfig;
-pub mod node;
-pub mod pki;
-pub mod step;
-pub mod stop;
-pub mod supervisor;
-
-use std::io::Write;
 use std::path::{Path, PathBuf};
+
+use crate::log::log;
+use crate::{detached, folder, node, stop, supervisor};
 
 /// The command line of `olm-cluster`.
 #[derive(Debug, clap::Parser)]
@@ -86,7 +56,7 @@ pub enum Command {
 
 /// Runs `command`; the process's exit code.
 pub fn main(command: Command) -> u8 {
-    crate::install_crypto_provider();
+    crate::client::install_crypto_provider();
     let (dir, crds) = match &command {
         Command::Run { dir, crds, .. } | Command::Start { dir, crds, .. } => (dir, crds.as_deref()),
         Command::Stop { dir } => (dir, None),
@@ -131,13 +101,7 @@ pub fn main(command: Command) -> u8 {
 
 /// The control plane's folder, created if missing, as an absolute path (the components are
 /// told where their files are by absolute paths).
-fn folder_of(path: &Path) -> crate::Result<PathBuf> {
+fn folder_of(path: &Path) -> crate::error::Result<PathBuf> {
     std::fs::create_dir_all(path).map_err(folder::io_error(path))?;
     std::path::absolute(path).map_err(folder::io_error(path))
-}
-
-/// One line on stderr, as every line of the supervisor's log (an stderr that is gone is no
-/// reason to stop half way: eprintln! would panic).
-pub fn log(message: &str) {
-    let _ = writeln!(std::io::stderr(), "cluster: {message}");
 }
