@@ -20,6 +20,8 @@ impl Probe {
         crate::install_crypto_provider();
         reqwest::Client::builder()
             .tls_danger_accept_invalid_certs(true)
+            // Probed servers are on loopback or the node's own network: never via a proxy.
+            .no_proxy()
             .timeout(TIMEOUT)
             .build()
             .map(Probe)

@@ -23,7 +23,7 @@
 //! Usage, with release builds:
 //!
 //! ```text
-//! cargo build --release -p provisioner -p olm-e2e
+//! cargo build --release -p provisioner -p olm-e2e -p olm-cluster --bins
 //! OLM_E2E_BIN_DIR=target/release target/release/olm-provisioner-scale
 //! OLM_SCALE_BUNDLE=argocd OLM_E2E_BIN_DIR=target/release target/release/olm-provisioner-scale
 //! OLM_SCALE_BUNDLE=helm OLM_E2E_BIN_DIR=target/release target/release/olm-provisioner-scale

@@ -8,7 +8,7 @@
 //! Usage, with release builds of the managers:
 //!
 //! ```text
-//! cargo build --release -p catalogd -p operator-controller -p olm-e2e
+//! cargo build --release -p catalogd -p operator-controller -p olm-e2e -p olm-cluster --bins
 //! OLM_E2E_BIN_DIR=target/release target/release/olm-scale
 //! ```
 //!
