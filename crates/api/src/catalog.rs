@@ -400,6 +400,10 @@ pub struct CatalogStatus {
         skip_serializing_if = "Option::is_none"
     )]
     pub content_url: Option<String>,
+    /// Upstream's URLs of the served content: `base` + `/api/v1/all` is the whole content,
+    /// `base` + `/api/v1/metas?…` a query of it (ClusterCatalog's `status.urls`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub urls: Option<CatalogUrls>,
     /// The generation the status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
@@ -409,6 +413,14 @@ pub struct CatalogStatus {
     /// What the catalog-switcher made of the `olm.catalogImageTemplate` annotation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_template: Option<ImageTemplateStatus>,
+}
+
+/// Where a Catalog's content is served, as upstream's ClusterCatalog says it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CatalogUrls {
+    /// `<content server>/catalogs/<name>`, without a trailing slash.
+    pub base: String,
 }
 
 /// The fetched source, pinned.

@@ -1,41 +1,47 @@
-//! The HTTP content server: serves each Catalog's stored content on its own port.
+//! The HTTP content server: serves each Catalog's stored content on its own port, as upstream
+//! catalogd's (Go's `http.ServeContent` behind `gzhttp`) serves it, where that is observable:
 //!
-//! * `GET|HEAD /catalogs/{name}/all.json` (and upstream v1's `/catalogs/{name}/api/v1/all`):
-//!   the whole canonical content as `application/jsonl`, `ETag: "<contentHash>"`,
-//!   `Last-Modified`, conditional requests (`If-None-Match`, `If-Modified-Since`) answered with
-//!   304, and the stored `all.json.gz` when the client accepts gzip (never compressed per
-//!   request).
+//! * `GET|HEAD /catalogs/{name}/api/v1/all` (and our `/catalogs/{name}/all.json`): the whole
+//!   canonical content as `application/jsonl`; `Last-Modified` and conditional requests
+//!   ([`crate::conditions`]: 304, 412), one byte range ([`crate::range`]: 206, 416,
+//!   `Accept-Ranges: bytes` on identity bodies), and the stored `all.json.gz` when the client
+//!   accepts gzip and the content has 1,024 bytes or more (gzhttp's threshold; never for HEAD,
+//!   never for a range). Beyond upstream: `ETag: "<contentHash>"` and `If-None-Match`.
 //! * `GET|HEAD /catalogs/{name}/api/v1/metas?schema=&package=&name=`: the lines whose blob
-//!   matches every given parameter, read through the stored index without scanning the file;
-//!   gzip-compressed on the fly when accepted (the whole file, when no parameter is given,
-//!   comes precompressed like all.json).
+//!   matches every given parameter (the first of a repeated one), read through the stored index
+//!   without scanning the file, gzip-compressed on the fly under the same rule; no match is 200
+//!   with an empty body; the whole file when no parameter is given.
 //!
-//! Invalid catalog names and unknown parameters are 400, missing catalogs 404, other methods
-//! 405 with `Allow`. Every response is timed into `catalogd_http_request_duration_seconds{code}`
-//! until its body has been sent, as upstream's handler-wrapping histogram does. Serving it on a
-//! listener (and over HTTPS) is catalogd's (`catalogd::server::serve`).
+//! The name is checked first (not a DNS-1123 subdomain: 400), then the parameters (any other:
+//! 400 "invalid parameters"), then the catalog (none: 404); other paths are `404 page not
+//! found`, other methods 405 with `Allow`. Every response carries `Vary: Accept-Encoding`, and
+//! every error `X-Content-Type-Options: nosniff`. Every response is timed into
+//! `catalogd_http_request_duration_seconds{code}` until its body has been sent, as upstream's
+//! handler-wrapping histogram does. Serving it on a listener (and over HTTPS) is catalogd's
+//! (`catalogd::server::serve`).
 
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use axum::Router;
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::{Path, Query, Request, State};
 use axum::http::header::{
-    ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, ETAG, IF_MODIFIED_SINCE,
-    IF_NONE_MATCH, LAST_MODIFIED, VARY,
+    ACCEPT_ENCODING, ACCEPT_RANGES, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE,
+    ETAG, LAST_MODIFIED, RANGE, VARY, X_CONTENT_TYPE_OPTIONS,
 };
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
-use axum::middleware::{Next, from_fn_with_state};
+use axum::http::{Extensions, HeaderMap, HeaderValue, Method, StatusCode, Uri, Version};
+use axum::middleware::{Next, from_fn_with_state, map_response};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures::{Stream, StreamExt};
 use prometheus::{Histogram, HistogramOpts, HistogramVec, Registry};
 use tower_http::compression::CompressionLayer;
-use tower_http::compression::predicate::SizeAbove;
 
+use crate::conditions::{Conditions, Verdict};
+use crate::range::{Ranged, ranged};
 use crate::store::{Encoding, MetasFilter, Opened, Span, Store, StoreError, Stored};
 
 /// The media type of catalog content, as upstream serves it.
@@ -45,6 +51,10 @@ pub const JSONL: &str = "application/jsonl";
 pub const REQUEST_DURATION_BUCKETS: [f64; 19] = [
     0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.2, 1.6, 2.0, 2.4, 2.8, 3.2, 3.6, 4.0, 10.0,
 ];
+
+/// The smallest body that is compressed: gzhttp's `DefaultMinSize`, which upstream catalogd
+/// uses (its documentation says 1,400 bytes; its code compresses from 1,024).
+pub const GZIP_MIN_BYTES: u64 = 1024;
 
 /// Bytes read from disk per step of a response body: large enough that a 25 MB file takes a
 /// hundred blocking reads, small enough that 64 concurrent downloads stay within a few MB.
@@ -79,21 +89,55 @@ impl ServerMetrics {
 
 /// The content server's routes over `store`.
 pub fn router(store: Arc<Store>, metrics: ServerMetrics) -> Router {
-    // Metas results are computed per request, so they are compressed per request; all.json
-    // is served precompressed and is left alone (the layer skips responses that already have
-    // a Content-Encoding).
-    // Any non-empty selection is compressed when the client accepts gzip, so that a HEAD can
-    // say in advance how the GET will be encoded.
+    // Metas selections are computed per request, so they are compressed per request: only
+    // those `respond` marks ([`Compress`]); all.json is served precompressed.
+    let compress = |_: StatusCode, _: Version, _: &HeaderMap, extensions: &Extensions| {
+        extensions.get::<Compress>().is_some()
+    };
     let metas_route = get(metas)
         .head(metas)
-        .layer(CompressionLayer::new().compress_when(SizeAbove::new(0)));
+        .layer(CompressionLayer::new().compress_when(compress));
     Router::new()
         .route("/catalogs/{name}/all.json", get(all_json).head(all_json))
         .route("/catalogs/{name}/api/v1/all", get(all_json).head(all_json))
         .route("/catalogs/{name}/api/v1/metas", metas_route)
+        .fallback(page_not_found)
         .with_state(store)
+        .layer(map_response(every_response))
         // Outermost, so 404s of unknown paths, 405s and extractor rejections are timed too.
         .layer(from_fn_with_state(metrics, observe_duration))
+}
+
+/// Marks a response whose body the metas route's compression layer compresses.
+#[derive(Debug, Clone, Copy)]
+struct Compress;
+
+/// Any other path: Go's `ServeMux` answer, as upstream's.
+async fn page_not_found() -> Response {
+    (StatusCode::NOT_FOUND, "404 page not found\n").into_response()
+}
+
+/// What every response carries: `Vary: Accept-Encoding` (gzhttp adds it to every response,
+/// errors included, so caches key on it), and on errors `nosniff` (as Go's `http.Error`).
+async fn every_response(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(VARY, HeaderValue::from_static("accept-encoding"));
+    if response.status().is_client_error() || response.status().is_server_error() {
+        response
+            .headers_mut()
+            .insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    }
+    response
+}
+
+/// How the whole content is sent: gzip (precompressed) when accepted and the content has
+/// [`GZIP_MIN_BYTES`] or more, never for a HEAD (gzhttp compresses no HEAD).
+fn whole_coding(gzip: bool, head: bool, size: u64) -> Coding {
+    if gzip && !head && size >= GZIP_MIN_BYTES {
+        Coding::Precompressed
+    } else {
+        Coding::Identity
+    }
 }
 
 async fn all_json(
@@ -102,32 +146,50 @@ async fn all_json(
     method: Method,
     headers: HeaderMap,
 ) -> Response {
-    let encoding = if accepts_gzip(&headers) {
-        Coding::Precompressed
-    } else {
-        Coding::Identity
-    };
+    let gzip = accepts_gzip(&headers);
+    let head = method == Method::HEAD;
     let conditions = Conditions::from_headers(&headers);
+    let range = headers
+        .get(RANGE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let lookup = blocking(move || {
         let Some(stored) = store.current(&name)? else {
             return Ok(Lookup::NotFound(name));
         };
-        if conditions.not_modified(&stored) {
-            return Ok(Lookup::NotModified(stored));
+        let coding = whole_coding(gzip, head, stored.size);
+        if let Some(early) = Lookup::judged(&conditions, &stored, coding.is_gzip()) {
+            return Ok(early);
         }
-        Ok(match store.open_content(&name, encoding.file())? {
-            Some(opened) => {
-                let span = Span {
-                    offset: 0,
-                    length: opened.len,
-                };
-                Lookup::Content(opened, vec![span])
-            }
+        if range.is_some() {
+            // A range is of the identity body (gzhttp leaves ranged responses alone).
+            let Some(opened) = store.open_content(&name, Encoding::Identity)? else {
+                return Ok(Lookup::NotFound(name));
+            };
+            let asked = if conditions.range_applies(&opened.stored) {
+                ranged(range.as_deref(), opened.len)
+            } else {
+                Ranged::Whole
+            };
+            return Ok(match asked {
+                Ranged::Unsatisfiable => Lookup::Unsatisfiable(opened.len),
+                Ranged::Part { start, length } => Lookup::Part(
+                    opened,
+                    Span {
+                        offset: start,
+                        length,
+                    },
+                ),
+                Ranged::Whole => Lookup::whole(Coding::Identity, opened),
+            });
+        }
+        Ok(match store.open_content(&name, coding.file())? {
+            Some(opened) => Lookup::whole(coding, opened),
             None => Lookup::NotFound(name),
         })
     })
     .await;
-    respond(lookup, &method, encoding)
+    respond(lookup, &method)
 }
 
 async fn metas(
@@ -137,8 +199,16 @@ async fn metas(
     uri: Uri,
     headers: HeaderMap,
 ) -> Response {
+    // As upstream: the name first, then the parameters, then the catalog.
+    if let Err(e) = crate::store::validate_catalog_name(&name) {
+        return (StatusCode::BAD_REQUEST, format!("{e}\n")).into_response();
+    }
     let Ok(Query(params)) = Query::<Vec<(String, String)>>::try_from_uri(&uri) else {
-        return (StatusCode::BAD_REQUEST, "invalid query string\n").into_response();
+        return (
+            StatusCode::BAD_REQUEST,
+            "invalid parameters: a query string that does not parse\n",
+        )
+            .into_response();
     };
     let mut query = OwnedFilter::default();
     for (key, value) in params {
@@ -151,8 +221,8 @@ async fn metas(
                 return (
                     StatusCode::BAD_REQUEST,
                     format!(
-                        "unknown query parameter {key:?}: the metas API accepts schema, package \
-                         and name\n"
+                        "invalid parameters: unknown query parameter {key:?}; the metas API \
+                         accepts schema, package and name\n"
                     ),
                 )
                     .into_response();
@@ -160,45 +230,46 @@ async fn metas(
         };
         slot.get_or_insert(value);
     }
-    let filter = query.filter();
-    let whole_file = filter.is_empty();
-    // The whole file is served precompressed, like all.json; a selection is compressed by
-    // the route's compression layer.
-    let encoding = match (whole_file, accepts_gzip(&headers)) {
-        (true, true) => Coding::Precompressed,
-        (false, true) => Coding::OnTheFly,
-        (_, false) => Coding::Identity,
-    };
+    let whole_file = query.filter().is_empty();
+    let gzip = accepts_gzip(&headers);
+    let head = method == Method::HEAD;
     let conditions = Conditions::from_headers(&headers);
     let lookup = blocking(move || {
         let Some(stored) = store.current(&name)? else {
             return Ok(Lookup::NotFound(name));
         };
-        if conditions.not_modified(&stored) {
-            return Ok(Lookup::NotModified(stored));
+        let whole = whole_coding(gzip, head, stored.size);
+        let gzip_body = if whole_file {
+            whole.is_gzip()
+        } else {
+            gzip && !head
+        };
+        if let Some(early) = Lookup::judged(&conditions, &stored, gzip_body) {
+            return Ok(early);
         }
         if whole_file {
-            return Ok(match store.open_content(&name, encoding.file())? {
-                Some(opened) => {
-                    let span = Span {
-                        offset: 0,
-                        length: opened.len,
-                    };
-                    Lookup::Content(opened, vec![span])
-                }
+            let coding = whole;
+            return Ok(match store.open_content(&name, coding.file())? {
+                Some(opened) => Lookup::whole(coding, opened),
                 None => Lookup::NotFound(name),
             });
         }
         Ok(match store.open_with_index(&name)? {
             Some((opened, index)) => {
                 let spans = index.query(&query.filter());
-                Lookup::Content(opened, spans)
+                let length: u64 = spans.iter().map(|s| s.length).sum();
+                let coding = if gzip && !head && length >= GZIP_MIN_BYTES {
+                    Coding::OnTheFly
+                } else {
+                    Coding::Identity
+                };
+                Lookup::Content(coding, opened, spans)
             }
             None => Lookup::NotFound(name),
         })
     })
     .await;
-    respond(lookup, &method, encoding)
+    respond(lookup, &method)
 }
 
 /// The metas parameters, owned so they can move to the blocking thread.
@@ -222,13 +293,46 @@ impl OwnedFilter {
 /// What the store said about a request.
 enum Lookup {
     NotFound(String),
-    NotModified(Stored),
-    /// The opened file and the spans of it to send, in order.
-    Content(Opened, Vec<Span>),
+    /// 304, with the validators of a 200 that would be gzip (or not).
+    NotModified(Stored, bool),
+    /// 412.
+    PreconditionFailed,
+    /// 416: no range overlaps content of this many bytes.
+    Unsatisfiable(u64),
+    /// The opened file, how it is sent, and the spans of it to send, in order.
+    Content(Coding, Opened, Vec<Span>),
+    /// 206: one span of the opened identity file.
+    Part(Opened, Span),
     /// 400, with this message.
     BadRequest(String),
     /// 500; the message is logged.
     Failed(String),
+}
+
+impl Lookup {
+    /// The answer the conditional headers give before any file is opened, if any (`gzip`:
+    /// whether the 200 would be gzip).
+    fn judged(conditions: &Conditions, stored: &Stored, gzip: bool) -> Option<Lookup> {
+        match conditions.verdict(stored) {
+            Verdict::Proceed => None,
+            Verdict::NotModified => Some(Lookup::NotModified(stored.clone(), gzip)),
+            Verdict::PreconditionFailed => Some(Lookup::PreconditionFailed),
+        }
+    }
+
+    /// The whole of `opened`, sent as `coding` (identity when the gzip asked for is not made
+    /// yet: `open_content` then opened all.json).
+    fn whole(coding: Coding, opened: Opened) -> Lookup {
+        let coding = match coding {
+            Coding::Precompressed if opened.encoding == Encoding::Identity => Coding::Identity,
+            other => other,
+        };
+        let span = Span {
+            offset: 0,
+            length: opened.len,
+        };
+        Lookup::Content(coding, opened, vec![span])
+    }
 }
 
 /// Runs store work on the blocking pool (the store does file-system I/O) and turns its
@@ -267,12 +371,26 @@ impl Coding {
     }
 }
 
-fn respond(lookup: Lookup, method: &Method, encoding: Coding) -> Response {
-    let (opened, spans) = match lookup {
-        Lookup::Content(opened, spans) => (opened, spans),
-        Lookup::NotModified(stored) => {
+fn respond(lookup: Lookup, method: &Method) -> Response {
+    let (coding, opened, spans, partial) = match lookup {
+        Lookup::Content(coding, opened, spans) => (coding, opened, spans, None),
+        Lookup::Part(opened, span) => (Coding::Identity, opened, vec![span], Some(span)),
+        Lookup::NotModified(stored, gzip) => {
             let mut res = StatusCode::NOT_MODIFIED.into_response();
-            validators(res.headers_mut(), &stored, encoding.is_gzip());
+            validators(res.headers_mut(), &stored, gzip);
+            return res;
+        }
+        // As Go's ServeContent: no body.
+        Lookup::PreconditionFailed => return StatusCode::PRECONDITION_FAILED.into_response(),
+        Lookup::Unsatisfiable(size) => {
+            let mut res = (
+                StatusCode::RANGE_NOT_SATISFIABLE,
+                "invalid range: failed to overlap\n",
+            )
+                .into_response();
+            if let Ok(range) = HeaderValue::from_str(&format!("bytes */{size}")) {
+                res.headers_mut().insert(CONTENT_RANGE, range);
+            }
             return res;
         }
         Lookup::NotFound(name) => {
@@ -296,19 +414,7 @@ fn respond(lookup: Lookup, method: &Method, encoding: Coding) -> Response {
         }
     };
     let length: u64 = spans.iter().map(|s| s.length).sum();
-    let encoding = match encoding {
-        // An empty selection is an empty identity body, whatever the client accepts.
-        Coding::OnTheFly if length == 0 => Coding::Identity,
-        // all.json.gz is made in the background after a put: until then, identity.
-        Coding::Precompressed if opened.encoding == Encoding::Identity => Coding::Identity,
-        other => other,
-    };
-    let head = method == Method::HEAD;
-    let body = if head && encoding == Coding::OnTheFly {
-        // A body of unknown size, so that hyper does not add `Content-Length: 0`: the length
-        // of the compressed GET body is not known in advance.
-        Body::from_stream(futures::stream::empty::<io::Result<Bytes>>())
-    } else if head {
+    let body = if method == Method::HEAD {
         Body::empty()
     } else {
         Body::from_stream(read_spans(Arc::new(opened.file), spans))
@@ -316,7 +422,7 @@ fn respond(lookup: Lookup, method: &Method, encoding: Coding) -> Response {
     let mut res = Response::new(body);
     let headers = res.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static(JSONL));
-    match encoding {
+    match coding {
         Coding::Identity => {
             headers.insert(CONTENT_LENGTH, HeaderValue::from(length));
         }
@@ -324,22 +430,32 @@ fn respond(lookup: Lookup, method: &Method, encoding: Coding) -> Response {
             headers.insert(CONTENT_LENGTH, HeaderValue::from(length));
             headers.insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
         }
-        // The compression layer compresses a GET's body (and drops its length, unknown until
-        // sent); a HEAD says the same without compressing anything.
-        Coding::OnTheFly if head => {
-            headers.insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
-        }
+        // The compression layer compresses the body (and drops its length, unknown until
+        // sent).
         Coding::OnTheFly => {
             headers.insert(CONTENT_LENGTH, HeaderValue::from(length));
+            res.extensions_mut().insert(Compress);
         }
     }
-    validators(headers, &opened.stored, encoding.is_gzip());
+    let headers = res.headers_mut();
+    validators(headers, &opened.stored, coding.is_gzip());
+    if let Some(span) = partial {
+        let end = span.offset + span.length - 1;
+        if let Ok(range) =
+            HeaderValue::from_str(&format!("bytes {}-{end}/{}", span.offset, opened.len))
+        {
+            headers.insert(CONTENT_RANGE, range);
+        }
+        *res.status_mut() = StatusCode::PARTIAL_CONTENT;
+    }
     res
 }
 
-/// ETag, Last-Modified and Vary: on every 200 and 304. The ETag is the content hash: strong for
-/// the identity body, weak (`W/"<hash>"`) for the gzip one, since RFC 9110 gives each content
-/// coding its own strong validator. If-None-Match compares weakly, so either form validates.
+/// ETag and Last-Modified: on every 200, 206 and 304, and `Accept-Ranges: bytes` on identity
+/// bodies (gzhttp drops it from the bodies it compresses). The ETag is the content hash:
+/// strong for the identity body, weak (`W/"<hash>"`) for the gzip one, since RFC 9110 gives
+/// each content coding its own strong validator. If-None-Match compares weakly, so either
+/// form validates.
 fn validators(headers: &mut HeaderMap, stored: &Stored, gzip: bool) {
     let weak = if gzip { "W/" } else { "" };
     if let Ok(etag) = HeaderValue::from_str(&format!("{weak}\"{}\"", stored.hash)) {
@@ -348,8 +464,9 @@ fn validators(headers: &mut HeaderMap, stored: &Stored, gzip: bool) {
     if let Ok(date) = HeaderValue::from_str(&httpdate::fmt_http_date(stored.last_modified)) {
         headers.insert(LAST_MODIFIED, date);
     }
-    // The body differs with Accept-Encoding, so caches must key on it.
-    headers.insert(VARY, HeaderValue::from_static("accept-encoding"));
+    if !gzip {
+        headers.insert(ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    }
 }
 
 /// Streams `spans` of `file` in order, reading up to [`CHUNK`] bytes (of one or several
@@ -431,60 +548,6 @@ fn accepts_gzip(headers: &HeaderMap) -> bool {
     gzip.or(any).is_some_and(|q| q > 0.0)
 }
 
-/// The request's conditional headers (RFC 9110 §13).
-#[derive(Debug, Clone, Default)]
-struct Conditions {
-    /// The If-None-Match entity tags, if the header is present.
-    if_none_match: Option<Vec<String>>,
-    if_modified_since: Option<SystemTime>,
-}
-
-impl Conditions {
-    fn from_headers(headers: &HeaderMap) -> Self {
-        let if_none_match = headers.contains_key(IF_NONE_MATCH).then(|| {
-            headers
-                .get_all(IF_NONE_MATCH)
-                .iter()
-                .filter_map(|v| v.to_str().ok())
-                .flat_map(|v| v.split(','))
-                .map(|tag| tag.trim().to_owned())
-                .collect()
-        });
-        let if_modified_since = headers
-            .get(IF_MODIFIED_SINCE)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| httpdate::parse_http_date(v).ok());
-        Self {
-            if_none_match,
-            if_modified_since,
-        }
-    }
-
-    /// True when the client's copy is current: If-None-Match matches (weak comparison, `*`
-    /// matches anything), or, only when there is no If-None-Match, the content is not newer
-    /// than If-Modified-Since (at the one-second resolution of HTTP dates).
-    fn not_modified(&self, stored: &Stored) -> bool {
-        if let Some(tags) = &self.if_none_match {
-            return tags.iter().any(|tag| {
-                let tag = tag.strip_prefix("W/").unwrap_or(tag);
-                tag == "*"
-                    || tag
-                        .strip_prefix('"')
-                        .and_then(|t| t.strip_suffix('"'))
-                        .is_some_and(|t| t == stored.hash)
-            });
-        }
-        let secs = |t: SystemTime| t.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).ok();
-        match (
-            self.if_modified_since.and_then(secs),
-            secs(stored.last_modified),
-        ) {
-            (Some(since), Some(modified)) => modified <= since,
-            _ => false,
-        }
-    }
-}
-
 /// Observes the request duration when dropped: when the response body has been sent, or the
 /// client went away.
 struct ObserveOnDrop {
@@ -556,33 +619,5 @@ mod tests {
             "accept-encoding",
             "*, gzip;q=0"
         )])));
-    }
-
-    #[test]
-    fn conditions_compare_etags_weakly_and_dates_by_second() {
-        let t = UNIX_EPOCH + std::time::Duration::from_millis(1_700_000_000_500);
-        let stored = Stored {
-            hash: "abc".into(),
-            size: 1,
-            last_modified: t,
-        };
-        let c = |pairs: &[(&'static str, &str)]| {
-            Conditions::from_headers(&headers(pairs)).not_modified(&stored)
-        };
-        assert!(c(&[("if-none-match", "\"abc\"")]));
-        assert!(c(&[("if-none-match", "\"x\", W/\"abc\"")]));
-        assert!(c(&[("if-none-match", "*")]));
-        assert!(!c(&[("if-none-match", "\"x\"")]));
-        assert!(!c(&[("if-none-match", "abc")]));
-        let date = httpdate::fmt_http_date(t);
-        assert!(c(&[("if-modified-since", &date)]));
-        let earlier = httpdate::fmt_http_date(t - std::time::Duration::from_secs(1));
-        assert!(!c(&[("if-modified-since", &earlier)]));
-        // If-None-Match wins over If-Modified-Since.
-        assert!(!c(&[
-            ("if-none-match", "\"x\""),
-            ("if-modified-since", &date)
-        ]));
-        assert!(!c(&[]));
     }
 }

@@ -182,6 +182,8 @@ pub fn plan(
         && (!status_names_served
             || status.observed_generation != generation
             || status.content_url.as_deref() != Some(content_url)
+            || status.urls.as_ref().map(|u| u.base.as_str())
+                != Some(crate::status::base_url(content_url))
             || !is_true(&status.conditions, UNPACKED));
 
     if let Some(f) = &memory.failure
@@ -372,6 +374,9 @@ mod tests {
         c.status = Some(CatalogStatus {
             content_hash: Some(HASH.into()),
             content_url: Some(URL.into()),
+            urls: Some(olm_api::catalog::CatalogUrls {
+                base: crate::status::base_url(URL).into(),
+            }),
             observed_generation: Some(status_generation),
             resolved_source: resolved,
             conditions: vec![condition(
@@ -530,6 +535,20 @@ mod tests {
                 "https://new/catalogs/c/all.json",
                 clock(110)
             ),
+            fetch(Mode::Conditional(resolved), false, Some(600))
+        );
+    }
+
+    #[test]
+    fn a_status_without_upstreams_urls_is_rewritten() {
+        // Written by a catalogd from before `status.urls`: the next reconcile adds it.
+        let resolved = resolved_http("s", 100);
+        let mut c = catalog(http_source(None, Some("10m")), 1, 1, Some(resolved.clone()));
+        if let Some(status) = c.status.as_mut() {
+            status.urls = None;
+        }
+        assert_eq!(
+            plan(&c, Some(&served(HASH)), &Memory::default(), URL, clock(110)),
             fetch(Mode::Conditional(resolved), false, Some(600))
         );
     }

@@ -2,7 +2,7 @@
 //! what is served. Pure functions, so every transition is unit-tested.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use olm_api::catalog::{Catalog, CatalogStatus, Phase, ResolvedSource};
+use olm_api::catalog::{Catalog, CatalogStatus, CatalogUrls, Phase, ResolvedSource};
 use olm_api::conditions::{condition, find_condition, set_condition};
 
 /// The `Unpacked` condition type: whether the current spec's content is unpacked.
@@ -168,12 +168,16 @@ pub fn next_status(
             status.content_hash = Some(s.hash.clone());
             status.short_content_hash = Some(s.hash.chars().take(12).collect());
             status.content_url = Some(content_url.to_owned());
+            status.urls = Some(CatalogUrls {
+                base: base_url(content_url).to_owned(),
+            });
             status.last_unpacked = Some(s.since.clone());
         }
         None => {
             status.content_hash = None;
             status.short_content_hash = None;
             status.content_url = None;
+            status.urls = None;
             status.last_unpacked = None;
             status.resolved_source = match outcome {
                 Outcome::Unpacked { resolved, .. } | Outcome::Unchanged { resolved } => {
@@ -217,6 +221,12 @@ pub fn transition_event(
         }
         _ => None,
     }
+}
+
+/// Upstream's `status.urls.base` of a `contentURL`: the content URL is always
+/// `<base>/all.json` (`Context::content_url`), and `<base>/api/v1/all` serves the same content.
+pub fn base_url(content_url: &str) -> &str {
+    content_url.strip_suffix("/all.json").unwrap_or(content_url)
 }
 
 #[cfg(test)]
@@ -289,6 +299,11 @@ mod tests {
         assert_eq!(s.phase, Some(Phase::Unpacked));
         assert_eq!(s.content_hash.as_deref(), Some("abcdef0123456789"));
         assert_eq!(s.short_content_hash.as_deref(), Some("abcdef012345"));
+        // Upstream's base URL, beside our contentURL.
+        assert_eq!(
+            s.urls.as_ref().map(|u| u.base.as_str()),
+            Some("http://x/catalogs/c")
+        );
         assert_eq!(s.observed_generation, Some(1));
         let u = find_condition(&s.conditions, UNPACKED).unwrap();
         assert_eq!(
@@ -362,6 +377,7 @@ mod tests {
         );
         assert_eq!(s.content_hash, None);
         assert_eq!(s.content_url, None);
+        assert_eq!(s.urls, None);
     }
 
     #[test]

@@ -12,8 +12,9 @@ use catalogd::store::{Store, Stored};
 use olm_resolver::fbc::{Fbc, load_files};
 use reqwest::StatusCode;
 use reqwest::header::{
-    ACCEPT_ENCODING, ALLOW, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, ETAG,
-    IF_MODIFIED_SINCE, IF_NONE_MATCH, LAST_MODIFIED, VARY,
+    ACCEPT_ENCODING, ACCEPT_RANGES, ALLOW, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_RANGE,
+    CONTENT_TYPE, ETAG, IF_MATCH, IF_MODIFIED_SINCE, IF_NONE_MATCH, IF_RANGE, IF_UNMODIFIED_SINCE,
+    LAST_MODIFIED, RANGE, VARY, X_CONTENT_TYPE_OPTIONS,
 };
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -89,7 +90,13 @@ impl Server {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(Store::open(dir.path()).unwrap());
-        let fbc = load_files([("catalog.yaml", CATALOG.as_bytes())]).unwrap();
+        // Padding in package alpha, so that the whole catalog and alpha's selection are over
+        // the 1,024 bytes from which bodies are compressed (beta's stays under).
+        let catalog = format!(
+            "{CATALOG}---\nschema: example.com/note\npackage: alpha\nname: padding\ntext: {}\n",
+            "x".repeat(1200)
+        );
+        let fbc = load_files([("catalog.yaml", catalog.as_bytes())]).unwrap();
         let stored = store.put("test-catalog", "uid-1", &fbc).unwrap();
         // all.json.gz is written in the background; these tests want it there.
         store.flush();
@@ -328,41 +335,157 @@ async fn gzip_requests_before_the_gzip_is_made_get_the_identity_body() {
     s.stop().await;
 }
 
-/// A HEAD says what the GET will send: for a metas selection compressed per request, gzip,
-/// the weak validator, and no length (it is not known before compressing).
+/// As upstream (gzhttp never compresses a HEAD), a HEAD gets the identity headers whatever
+/// it accepts: its length, its strong validator, `Accept-Ranges`.
 #[tokio::test]
-async fn head_of_a_gzip_metas_query_has_the_headers_of_its_get() {
+async fn a_head_is_never_compressed() {
     let s = Server::start().await;
-    let path = s.url("/catalogs/test-catalog/api/v1/metas?package=alpha");
-    let head = s
+    for (path, expected) in [
+        ("/catalogs/test-catalog/api/v1/all", s.fbc.render()),
+        (
+            "/catalogs/test-catalog/api/v1/metas?package=alpha",
+            s.expected(None, Some("alpha"), None),
+        ),
+    ] {
+        let head = s
+            .client
+            .head(s.url(path))
+            .header(ACCEPT_ENCODING, "gzip")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(head.status(), StatusCode::OK, "{path}");
+        assert!(head.headers().get(CONTENT_ENCODING).is_none(), "{path}");
+        assert_eq!(header(&head, ETAG), s.etag(), "{path}");
+        assert_eq!(header(&head, CONTENT_LENGTH), expected.len().to_string());
+        assert!(head.bytes().await.unwrap().is_empty());
+        // Its GET is compressed: the body is over 1,024 bytes.
+        let get = s
+            .client
+            .get(s.url(path))
+            .header(ACCEPT_ENCODING, "gzip")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(header(&get, CONTENT_ENCODING), "gzip", "{path}");
+        assert_eq!(gunzip(&get.bytes().await.unwrap()), expected);
+    }
+    s.stop().await;
+}
+
+/// gzhttp's threshold: a body under 1,024 bytes is sent as it is, even when gzip is accepted.
+#[tokio::test]
+async fn bodies_under_1024_bytes_are_not_compressed() {
+    let s = Server::start().await;
+    let expected = s.expected(None, Some("beta"), None);
+    assert!(expected.len() < 1024, "{}", expected.len());
+    let res = s
         .client
-        .head(&path)
+        .get(s.url("/catalogs/test-catalog/api/v1/metas?package=beta"))
         .header(ACCEPT_ENCODING, "gzip")
         .send()
         .await
         .unwrap();
-    let get = s
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(res.headers().get(CONTENT_ENCODING).is_none());
+    assert_eq!(res.bytes().await.unwrap(), expected);
+    assert!(s.fbc.render().len() >= 1024);
+    s.stop().await;
+}
+
+/// If-Match and If-Unmodified-Since, as Go's ServeContent judges them: 412 when they fail,
+/// before any 304.
+#[tokio::test]
+async fn failed_preconditions_get_412() {
+    let s = Server::start().await;
+    let earlier = httpdate::fmt_http_date(s.stored.last_modified - Duration::from_secs(3600));
+    for path in [
+        "/catalogs/test-catalog/api/v1/all",
+        "/catalogs/test-catalog/api/v1/metas?package=alpha",
+    ] {
+        let with = |name, value: String| s.client.get(s.url(path)).header(name, value).send();
+        let res = with(IF_MATCH, "\"other\"".into()).await.unwrap();
+        assert_eq!(res.status(), StatusCode::PRECONDITION_FAILED, "{path}");
+        assert!(res.bytes().await.unwrap().is_empty());
+        let res = with(IF_UNMODIFIED_SINCE, earlier.clone()).await.unwrap();
+        assert_eq!(res.status(), StatusCode::PRECONDITION_FAILED, "{path}");
+        // The current content's tag, or `*`, passes.
+        for tag in [s.etag(), "*".into()] {
+            let res = with(IF_MATCH, tag).await.unwrap();
+            assert_eq!(res.status(), StatusCode::OK, "{path}");
+        }
+        // 412 comes before 304.
+        let res = s
+            .client
+            .get(s.url(path))
+            .header(IF_MATCH, "\"other\"")
+            .header(IF_NONE_MATCH, s.etag())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::PRECONDITION_FAILED, "{path}");
+    }
+    s.stop().await;
+}
+
+/// One byte range of the whole content: 206 of the identity body (even when gzip is
+/// accepted), 416 when it starts past the end, the whole body when If-Range names other
+/// content.
+#[tokio::test]
+async fn a_byte_range_gets_206_and_one_past_the_end_416() {
+    let s = Server::start().await;
+    let all = s.fbc.render();
+    let path = s.url("/catalogs/test-catalog/api/v1/all");
+    let ranged = |range: &'static str| {
+        s.client
+            .get(&path)
+            .header(RANGE, range)
+            .header(ACCEPT_ENCODING, "gzip")
+            .send()
+    };
+    let res = ranged("bytes=0-9").await.unwrap();
+    assert_eq!(res.status(), StatusCode::PARTIAL_CONTENT);
+    assert!(res.headers().get(CONTENT_ENCODING).is_none());
+    assert_eq!(
+        header(&res, CONTENT_RANGE),
+        format!("bytes 0-9/{}", all.len())
+    );
+    assert_eq!(header(&res, CONTENT_LENGTH), "10");
+    assert_eq!(res.bytes().await.unwrap(), all[..10]);
+
+    let res = ranged("bytes=-5").await.unwrap();
+    assert_eq!(res.status(), StatusCode::PARTIAL_CONTENT);
+    assert_eq!(res.bytes().await.unwrap(), all[all.len() - 5..]);
+
+    let res = ranged("bytes=999999-").await.unwrap();
+    assert_eq!(res.status(), StatusCode::RANGE_NOT_SATISFIABLE);
+    assert_eq!(
+        header(&res, CONTENT_RANGE),
+        format!("bytes */{}", all.len())
+    );
+
+    // Identity bodies say ranges are taken; If-Range of other content gets the whole body.
+    let res = s.get("/catalogs/test-catalog/all.json").await;
+    assert_eq!(header(&res, ACCEPT_RANGES), "bytes");
+    let res = s
         .client
         .get(&path)
-        .header(ACCEPT_ENCODING, "gzip")
+        .header(RANGE, "bytes=0-9")
+        .header(IF_RANGE, "\"other\"")
         .send()
         .await
         .unwrap();
-    for res in [&head, &get] {
-        assert_eq!(res.status(), StatusCode::OK);
-        assert_eq!(header(res, CONTENT_ENCODING), "gzip");
-        assert_eq!(header(res, ETAG), format!("W/{}", s.etag()));
-        assert!(
-            res.headers().get(CONTENT_LENGTH).is_none(),
-            "{:?}",
-            res.headers()
-        );
-    }
-    assert!(head.bytes().await.unwrap().is_empty());
-    assert_eq!(
-        gunzip(&get.bytes().await.unwrap()),
-        s.expected(None, Some("alpha"), None)
-    );
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.bytes().await.unwrap(), all);
+    let res = s
+        .client
+        .get(&path)
+        .header(RANGE, "bytes=0-9")
+        .header(IF_RANGE, s.etag())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::PARTIAL_CONTENT);
     s.stop().await;
 }
 
@@ -499,6 +622,15 @@ async fn bad_requests_are_refused_with_the_right_status() {
         assert!(res.text().await.unwrap().contains("invalid catalog name"));
     }
 
+    // The name is judged before the parameters, as upstream judges it.
+    let res = s.get("/catalogs/Not_Valid/api/v1/metas?version=1").await;
+    assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+    assert!(res.text().await.unwrap().contains("invalid catalog name"));
+    let res = s
+        .get("/catalogs/test-catalog/api/v1/metas?schema=olm.bundle&version=1")
+        .await;
+    assert!(res.text().await.unwrap().starts_with("invalid parameters"));
+
     for path in [
         "/catalogs/missing/all.json",
         "/catalogs/missing/api/v1/metas?package=alpha",
@@ -506,7 +638,13 @@ async fn bad_requests_are_refused_with_the_right_status() {
     ] {
         let res = s.get(path).await;
         assert_eq!(res.status(), StatusCode::NOT_FOUND, "{path}");
+        // Every error: Vary (as gzhttp adds it everywhere) and nosniff (as Go's http.Error).
+        assert!(header(&res, VARY).eq_ignore_ascii_case("accept-encoding"));
+        assert_eq!(header(&res, X_CONTENT_TYPE_OPTIONS), "nosniff");
     }
+    // Other paths are Go's ServeMux answer.
+    let res = s.get("/catalogs/test-catalog/other").await;
+    assert_eq!(res.text().await.unwrap(), "404 page not found\n");
 
     for path in [
         "/catalogs/test-catalog/all.json",
