@@ -79,10 +79,12 @@ impl Conditions {
             if_unmodified_since: date(headers, IF_UNMODIFIED_SINCE),
             if_none_match: tags(headers, IF_NONE_MATCH),
             if_modified_since: date(headers, IF_MODIFIED_SINCE),
+            // An empty If-Range is no condition, as Go reads it.
             if_range: headers
                 .get(IF_RANGE)
                 .and_then(|v| v.to_str().ok())
-                .map(|v| v.trim().to_owned()),
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty()),
         }
     }
 
@@ -253,6 +255,7 @@ mod tests {
         let later = httpdate::fmt_http_date(t + std::time::Duration::from_secs(5));
         assert!(!applies(&[("if-range", &later)]));
         assert!(!applies(&[("if-range", "garbage")]));
+        assert!(applies(&[("if-range", "")]));
     }
 
     proptest::proptest! {

@@ -1,7 +1,9 @@
 //! A `Range` header against content of a known size, read as Go's `http.ServeContent` reads
 //! it (upstream catalogd serves `/api/v1/all` with it): `bytes=a-b`, `bytes=a-` and the suffix
 //! `bytes=-n`; ranges past the end are clipped; a range starting past the end does not
-//! overlap (416); anything else that is not a byte range is invalid (416). One range is
+//! overlap (416 with `Content-Range`); anything that is not a byte range is invalid (416
+//! without). Unlike Go, the suffix `bytes=-0`, or any range of empty content, overlaps nothing
+//! (RFC 9110 §14.1.3; Go sends an empty 206, or a 200). One range is
 //! answered with 206; several are answered with the whole content (200), which RFC 9110 allows,
 //! where Go sends `multipart/byteranges` (a difference docs/catalogs.md names).
 
@@ -17,8 +19,10 @@ pub enum Ranged {
         /// How many bytes.
         length: u64,
     },
-    /// 416: no range overlaps the content, or the header is not a byte range.
+    /// 416: no range overlaps the content (answered with `Content-Range: bytes */SIZE`).
     Unsatisfiable,
+    /// 416: the header is not a byte range (answered without `Content-Range`, as Go does).
+    Invalid,
 }
 
 /// The answer to `range` (the header's value, if any) for content of `size` bytes.
@@ -27,19 +31,19 @@ pub fn ranged(range: Option<&str>, size: u64) -> Ranged {
         return Ranged::Whole;
     };
     let Some(specs) = range.strip_prefix("bytes=") else {
-        return Ranged::Unsatisfiable;
+        return Ranged::Invalid;
     };
     let mut parts = Vec::new();
     let mut no_overlap = false;
     for spec in specs.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let Some((start, end)) = spec.split_once('-') else {
-            return Ranged::Unsatisfiable;
+            return Ranged::Invalid;
         };
         let (start, end) = (start.trim(), end.trim());
         if start.is_empty() {
             // The last `end` bytes.
             let Ok(n) = end.parse::<u64>() else {
-                return Ranged::Unsatisfiable;
+                return Ranged::Invalid;
             };
             // The last 0 bytes (or any of empty content) overlap nothing (RFC 9110 §14.1.3).
             if n == 0 || size == 0 {
@@ -51,7 +55,7 @@ pub fn ranged(range: Option<&str>, size: u64) -> Ranged {
             continue;
         }
         let Ok(first) = start.parse::<u64>() else {
-            return Ranged::Unsatisfiable;
+            return Ranged::Invalid;
         };
         if first >= size {
             no_overlap = true;
@@ -61,10 +65,10 @@ pub fn ranged(range: Option<&str>, size: u64) -> Ranged {
             size - first
         } else {
             let Ok(last) = end.parse::<u64>() else {
-                return Ranged::Unsatisfiable;
+                return Ranged::Invalid;
             };
             if first > last {
-                return Ranged::Unsatisfiable;
+                return Ranged::Invalid;
             }
             last.min(size - 1) - first + 1
         };
@@ -108,13 +112,14 @@ mod tests {
     }
 
     #[test]
-    fn ranges_outside_the_content_or_not_byte_ranges_are_unsatisfiable() {
+    fn ranges_outside_the_content_are_unsatisfiable_and_others_invalid() {
         assert_eq!(ranged(Some("bytes=100-"), 100), Ranged::Unsatisfiable);
         assert_eq!(ranged(Some("bytes=200-300"), 100), Ranged::Unsatisfiable);
-        assert_eq!(ranged(Some("bytes=5-1"), 100), Ranged::Unsatisfiable);
-        assert_eq!(ranged(Some("bytes=x-1"), 100), Ranged::Unsatisfiable);
-        assert_eq!(ranged(Some("bytes=1"), 100), Ranged::Unsatisfiable);
-        assert_eq!(ranged(Some("lines=1-2"), 100), Ranged::Unsatisfiable);
+        assert_eq!(ranged(Some("bytes=5-1"), 100), Ranged::Invalid);
+        assert_eq!(ranged(Some("bytes=x-1"), 100), Ranged::Invalid);
+        assert_eq!(ranged(Some("bytes=1"), 100), Ranged::Invalid);
+        assert_eq!(ranged(Some("lines=1-2"), 100), Ranged::Invalid);
+        assert_eq!(ranged(Some("bytes=--5"), 100), Ranged::Invalid);
         assert_eq!(ranged(Some("bytes=0-1"), 0), Ranged::Unsatisfiable);
         assert_eq!(ranged(Some("bytes=-0"), 100), Ranged::Unsatisfiable);
         assert_eq!(ranged(Some("bytes=-5"), 0), Ranged::Unsatisfiable);

@@ -33,7 +33,7 @@ use axum::http::header::{
     ETAG, LAST_MODIFIED, RANGE, VARY, X_CONTENT_TYPE_OPTIONS,
 };
 use axum::http::{Extensions, HeaderMap, HeaderValue, Method, StatusCode, Uri, Version};
-use axum::middleware::{Next, from_fn_with_state, map_response};
+use axum::middleware::{Next, from_fn_with_state, map_request, map_response};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures::{Stream, StreamExt};
@@ -96,7 +96,8 @@ pub fn router(store: Arc<Store>, metrics: ServerMetrics) -> Router {
     };
     let metas_route = get(metas)
         .head(metas)
-        .layer(CompressionLayer::new().compress_when(compress));
+        .layer(CompressionLayer::new().compress_when(compress))
+        .layer(map_request(one_reading_of_accept_encoding));
     Router::new()
         .route("/catalogs/{name}/all.json", get(all_json).head(all_json))
         .route("/catalogs/{name}/api/v1/all", get(all_json).head(all_json))
@@ -112,6 +113,21 @@ pub fn router(store: Arc<Store>, metrics: ServerMetrics) -> Router {
 #[derive(Debug, Clone, Copy)]
 struct Compress;
 
+/// Rewrites `Accept-Encoding` to what [`accepts_gzip`] reads in it (`gzip` or `identity`), so
+/// that the compression layer and the handler, which chooses the validator and marks the body,
+/// never read it two ways (tower-http ignores `*`, for one).
+async fn one_reading_of_accept_encoding(mut request: Request) -> Request {
+    let reading = if accepts_gzip(request.headers()) {
+        "gzip"
+    } else {
+        "identity"
+    };
+    request
+        .headers_mut()
+        .insert(ACCEPT_ENCODING, HeaderValue::from_static(reading));
+    request
+}
+
 /// Any other path: Go's `ServeMux` answer, as upstream's.
 async fn page_not_found() -> Response {
     (StatusCode::NOT_FOUND, "404 page not found\n").into_response()
@@ -122,7 +138,9 @@ async fn page_not_found() -> Response {
 async fn every_response(mut response: Response) -> Response {
     let headers = response.headers_mut();
     headers.insert(VARY, HeaderValue::from_static("accept-encoding"));
-    if response.status().is_client_error() || response.status().is_server_error() {
+    // Go's http.Error sets it; a bare 412 (WriteHeader) has no body and no such header.
+    let error = response.status().is_client_error() || response.status().is_server_error();
+    if error && response.status() != StatusCode::PRECONDITION_FAILED {
         response
             .headers_mut()
             .insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
@@ -149,20 +167,19 @@ async fn all_json(
     let gzip = accepts_gzip(&headers);
     let head = method == Method::HEAD;
     let conditions = Conditions::from_headers(&headers);
+    // An empty Range is no range, as Go reads it.
     let range = headers
         .get(RANGE)
         .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.trim().is_empty())
         .map(str::to_owned);
     let lookup = blocking(move || {
         let Some(stored) = store.current(&name)? else {
             return Ok(Lookup::NotFound(name));
         };
-        let coding = whole_coding(gzip, head, stored.size);
-        if let Some(early) = Lookup::judged(&conditions, &stored, coding.is_gzip()) {
-            return Ok(early);
-        }
         if range.is_some() {
-            // A range is of the identity body (gzhttp leaves ranged responses alone).
+            // A range is of the identity body (gzhttp leaves ranged responses alone), judged
+            // against the file that is sent.
             let Some(opened) = store.open_content(&name, Encoding::Identity)? else {
                 return Ok(Lookup::NotFound(name));
             };
@@ -171,25 +188,46 @@ async fn all_json(
             } else {
                 Ranged::Whole
             };
-            return Ok(match asked {
-                Ranged::Unsatisfiable => Lookup::Unsatisfiable(opened.len),
-                Ranged::Part { start, length } => Lookup::Part(
+            let sent = opened.stored.clone();
+            let answer = match asked {
+                Ranged::Invalid => Some(Lookup::InvalidRange),
+                Ranged::Unsatisfiable => Some(Lookup::Unsatisfiable(opened.len)),
+                Ranged::Part { start, length } => Some(Lookup::Part(
                     opened,
                     Span {
                         offset: start,
                         length,
                     },
-                ),
-                Ranged::Whole => Lookup::whole(Coding::Identity, opened),
-            });
+                )),
+                // A range that does not apply: the whole body, compressed as any other.
+                Ranged::Whole if whole_coding(gzip, head, opened.len) == Coding::Identity => {
+                    return Ok(Lookup::whole(Coding::Identity, opened).judged_whole(&conditions));
+                }
+                Ranged::Whole => None,
+            };
+            // Preconditions come before the range, as in Go (an identity answer's validator).
+            if let Some(answer) = answer {
+                return Ok(Lookup::judged(&conditions, &sent, false).unwrap_or(answer));
+            }
         }
-        Ok(match store.open_content(&name, coding.file())? {
-            Some(opened) => Lookup::whole(coding, opened),
-            None => Lookup::NotFound(name),
-        })
+        let coding = whole_coding(gzip, head, stored.size);
+        let Some(opened) = store.open_content(&name, coding.file())? else {
+            return Ok(Lookup::NotFound(name));
+        };
+        let whole = Lookup::whole(coding, opened);
+        Ok(whole.judged_whole(&conditions))
     })
     .await;
-    respond(lookup, &method)
+    let mut res = respond(lookup, &method);
+    // Only this route takes ranges, of identity bodies (gzhttp drops the header from the
+    // bodies it compresses).
+    if matches!(res.status(), StatusCode::OK | StatusCode::PARTIAL_CONTENT)
+        && !res.headers().contains_key(CONTENT_ENCODING)
+    {
+        res.headers_mut()
+            .insert(ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    }
+    res
 }
 
 async fn metas(
@@ -235,38 +273,27 @@ async fn metas(
     let head = method == Method::HEAD;
     let conditions = Conditions::from_headers(&headers);
     let lookup = blocking(move || {
-        let Some(stored) = store.current(&name)? else {
-            return Ok(Lookup::NotFound(name));
-        };
-        let whole = whole_coding(gzip, head, stored.size);
-        let gzip_body = if whole_file {
-            whole.is_gzip()
-        } else {
-            gzip && !head
-        };
-        if let Some(early) = Lookup::judged(&conditions, &stored, gzip_body) {
-            return Ok(early);
-        }
         if whole_file {
-            let coding = whole;
+            let Some(stored) = store.current(&name)? else {
+                return Ok(Lookup::NotFound(name));
+            };
+            let coding = whole_coding(gzip, head, stored.size);
             return Ok(match store.open_content(&name, coding.file())? {
-                Some(opened) => Lookup::whole(coding, opened),
+                Some(opened) => Lookup::whole(coding, opened).judged_whole(&conditions),
                 None => Lookup::NotFound(name),
             });
         }
-        Ok(match store.open_with_index(&name)? {
-            Some((opened, index)) => {
-                let spans = index.query(&query.filter());
-                let length: u64 = spans.iter().map(|s| s.length).sum();
-                let coding = if gzip && !head && length >= GZIP_MIN_BYTES {
-                    Coding::OnTheFly
-                } else {
-                    Coding::Identity
-                };
-                Lookup::Content(coding, opened, spans)
-            }
-            None => Lookup::NotFound(name),
-        })
+        let Some((opened, index)) = store.open_with_index(&name)? else {
+            return Ok(Lookup::NotFound(name));
+        };
+        let spans = index.query(&query.filter());
+        let length: u64 = spans.iter().map(|s| s.length).sum();
+        let coding = if gzip && !head && length >= GZIP_MIN_BYTES {
+            Coding::OnTheFly
+        } else {
+            Coding::Identity
+        };
+        Ok(Lookup::Content(coding, opened, spans).judged_whole(&conditions))
     })
     .await;
     respond(lookup, &method)
@@ -295,10 +322,12 @@ enum Lookup {
     NotFound(String),
     /// 304, with the validators of a 200 that would be gzip (or not).
     NotModified(Stored, bool),
-    /// 412.
-    PreconditionFailed,
+    /// 412 (with the content's Last-Modified, as Go sends it).
+    PreconditionFailed(Stored),
     /// 416: no range overlaps content of this many bytes.
     Unsatisfiable(u64),
+    /// 416: the Range is not a byte range.
+    InvalidRange,
     /// The opened file, how it is sent, and the spans of it to send, in order.
     Content(Coding, Opened, Vec<Span>),
     /// 206: one span of the opened identity file.
@@ -316,7 +345,20 @@ impl Lookup {
         match conditions.verdict(stored) {
             Verdict::Proceed => None,
             Verdict::NotModified => Some(Lookup::NotModified(stored.clone(), gzip)),
-            Verdict::PreconditionFailed => Some(Lookup::PreconditionFailed),
+            Verdict::PreconditionFailed => Some(Lookup::PreconditionFailed(stored.clone())),
+        }
+    }
+
+    /// A 200 of opened content, unless the conditional headers, judged against that very
+    /// content (not whatever was current a moment before: it may have been swapped since),
+    /// answer first; a 304 carries the validator the 200 would have.
+    fn judged_whole(self, conditions: &Conditions) -> Lookup {
+        let Lookup::Content(coding, opened, spans) = self else {
+            return self;
+        };
+        match Lookup::judged(conditions, &opened.stored, coding.is_gzip()) {
+            Some(early) => early,
+            None => Lookup::Content(coding, opened, spans),
         }
     }
 
@@ -380,8 +422,18 @@ fn respond(lookup: Lookup, method: &Method) -> Response {
             validators(res.headers_mut(), &stored, gzip);
             return res;
         }
-        // As Go's ServeContent: no body.
-        Lookup::PreconditionFailed => return StatusCode::PRECONDITION_FAILED.into_response(),
+        // As Go's ServeContent: no body, the content's Last-Modified.
+        Lookup::PreconditionFailed(stored) => {
+            let mut res = StatusCode::PRECONDITION_FAILED.into_response();
+            if let Ok(date) = HeaderValue::from_str(&httpdate::fmt_http_date(stored.last_modified))
+            {
+                res.headers_mut().insert(LAST_MODIFIED, date);
+            }
+            return res;
+        }
+        Lookup::InvalidRange => {
+            return (StatusCode::RANGE_NOT_SATISFIABLE, "invalid range\n").into_response();
+        }
         Lookup::Unsatisfiable(size) => {
             let mut res = (
                 StatusCode::RANGE_NOT_SATISFIABLE,
@@ -451,8 +503,7 @@ fn respond(lookup: Lookup, method: &Method) -> Response {
     res
 }
 
-/// ETag and Last-Modified: on every 200, 206 and 304, and `Accept-Ranges: bytes` on identity
-/// bodies (gzhttp drops it from the bodies it compresses). The ETag is the content hash:
+/// ETag and Last-Modified: on every 200, 206 and 304. The ETag is the content hash:
 /// strong for the identity body, weak (`W/"<hash>"`) for the gzip one, since RFC 9110 gives
 /// each content coding its own strong validator. If-None-Match compares weakly, so either
 /// form validates.
@@ -463,9 +514,6 @@ fn validators(headers: &mut HeaderMap, stored: &Stored, gzip: bool) {
     }
     if let Ok(date) = HeaderValue::from_str(&httpdate::fmt_http_date(stored.last_modified)) {
         headers.insert(LAST_MODIFIED, date);
-    }
-    if !gzip {
-        headers.insert(ACCEPT_RANGES, HeaderValue::from_static("bytes"));
     }
 }
 

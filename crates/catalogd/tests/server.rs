@@ -373,6 +373,28 @@ async fn a_head_is_never_compressed() {
     s.stop().await;
 }
 
+/// `*` in Accept-Encoding is gzip for the handler and the compression layer alike: the body is
+/// compressed and its validator is the gzip one (not a weak tag on an identity body).
+#[tokio::test]
+async fn any_encoding_is_read_one_way() {
+    let s = Server::start().await;
+    let res = s
+        .client
+        .get(s.url("/catalogs/test-catalog/api/v1/metas?package=alpha"))
+        .header(ACCEPT_ENCODING, "*")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(header(&res, CONTENT_ENCODING), "gzip");
+    assert_eq!(header(&res, ETAG), format!("W/{}", s.etag()));
+    assert_eq!(
+        gunzip(&res.bytes().await.unwrap()),
+        s.expected(None, Some("alpha"), None)
+    );
+    s.stop().await;
+}
+
 /// gzhttp's threshold: a body under 1,024 bytes is sent as it is, even when gzip is accepted.
 #[tokio::test]
 async fn bodies_under_1024_bytes_are_not_compressed() {
@@ -406,6 +428,9 @@ async fn failed_preconditions_get_412() {
         let with = |name, value: String| s.client.get(s.url(path)).header(name, value).send();
         let res = with(IF_MATCH, "\"other\"".into()).await.unwrap();
         assert_eq!(res.status(), StatusCode::PRECONDITION_FAILED, "{path}");
+        // As Go: the content's Last-Modified, no body, no nosniff.
+        assert!(res.headers().get(LAST_MODIFIED).is_some());
+        assert!(res.headers().get(X_CONTENT_TYPE_OPTIONS).is_none());
         assert!(res.bytes().await.unwrap().is_empty());
         let res = with(IF_UNMODIFIED_SINCE, earlier.clone()).await.unwrap();
         assert_eq!(res.status(), StatusCode::PRECONDITION_FAILED, "{path}");
@@ -463,6 +488,15 @@ async fn a_byte_range_gets_206_and_one_past_the_end_416() {
         header(&res, CONTENT_RANGE),
         format!("bytes */{}", all.len())
     );
+    // Not a byte range: 416 without Content-Range, as Go answers it.
+    let res = ranged("lines=1-2").await.unwrap();
+    assert_eq!(res.status(), StatusCode::RANGE_NOT_SATISFIABLE);
+    assert!(res.headers().get(CONTENT_RANGE).is_none());
+    assert_eq!(res.text().await.unwrap(), "invalid range\n");
+    // An empty Range is no range: the whole body, compressed as usual.
+    let res = ranged("").await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(header(&res, CONTENT_ENCODING), "gzip");
 
     // Identity bodies say ranges are taken; If-Range of other content gets the whole body.
     let res = s.get("/catalogs/test-catalog/all.json").await;
@@ -477,6 +511,25 @@ async fn a_byte_range_gets_206_and_one_past_the_end_416() {
         .unwrap();
     assert_eq!(res.status(), StatusCode::OK);
     assert_eq!(res.bytes().await.unwrap(), all);
+    // The same, accepting gzip: the whole body compressed, as any whole body.
+    let res = s
+        .client
+        .get(&path)
+        .header(RANGE, "bytes=0-9")
+        .header(IF_RANGE, "\"other\"")
+        .header(ACCEPT_ENCODING, "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(header(&res, CONTENT_ENCODING), "gzip");
+    assert!(res.headers().get(ACCEPT_RANGES).is_none());
+    assert_eq!(gunzip(&res.bytes().await.unwrap()), all);
+    // Metas takes no ranges and says none.
+    let res = s
+        .get("/catalogs/test-catalog/api/v1/metas?package=beta")
+        .await;
+    assert!(res.headers().get(ACCEPT_RANGES).is_none());
     let res = s
         .client
         .get(&path)
