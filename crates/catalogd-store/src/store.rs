@@ -177,6 +177,9 @@ pub struct Store {
     indexes: Mutex<HashMap<String, (String, Arc<Index>)>>,
     /// The most memory the indexes of served catalogs may hold together.
     max_index_bytes: u64,
+    /// Bumped whenever a catalog's current content changes (put or delete), so that readers
+    /// who follow content (the aggregated API's watches) wake without polling.
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl Store {
@@ -202,6 +205,7 @@ impl Store {
             locks,
             indexes: Mutex::default(),
             max_index_bytes,
+            changes: tokio::sync::watch::Sender::new(0),
         };
         store.clean_leftovers()?;
         // Content stored before a crash or an upgrade may lack its gzip.
@@ -245,6 +249,15 @@ impl Store {
             });
         }
         Ok(())
+    }
+
+    /// A receiver that sees a new value whenever a catalog's current content changes.
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    fn changed(&self) {
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
     }
 
     /// The storage root.
@@ -327,6 +340,7 @@ impl Store {
         sync_dir(&catalog_dir)?;
         let stored = stat_stored(&hash_dir, &hash)?;
         self.cache_index(catalog, &hash, rendered.into_index());
+        self.changed();
         // The new content is live: failing to remove the old one must not fail the put.
         remove_all_but(&catalog_dir, &[CURRENT, &hash]);
         self.compressor.enqueue(catalog, &hash);
@@ -406,6 +420,7 @@ impl Store {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
             Err(e) => return Err(StoreError::io("rename", &catalog_dir)(e)),
         }
+        self.changed();
         sync_dir(&self.root)?;
         fs::remove_dir_all(&doomed).map_err(StoreError::io("remove", &doomed))
     }

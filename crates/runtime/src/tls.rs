@@ -71,6 +71,24 @@ pub fn server_config(
     files: Option<(&Path, &Path)>,
     names: &[&str],
 ) -> Result<Arc<ServerConfig>, TlsError> {
+    let mut config = server_config_verifying(files, names, None)?;
+    if let Some(config) = Arc::get_mut(&mut config) {
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    }
+    Ok(config)
+}
+
+/// [`server_config`] that asks clients for a certificate `verifier` checks (a client may
+/// also send none), speaking HTTP/1.1 only.
+///
+/// # Errors
+///
+/// When the files cannot be loaded at start (a later failure keeps the last good ones).
+pub fn server_config_verifying(
+    files: Option<(&Path, &Path)>,
+    names: &[&str],
+    verifier: Option<Arc<dyn rustls::server::danger::ClientCertVerifier>>,
+) -> Result<Arc<ServerConfig>, TlsError> {
     let provider = CryptoProvider::get_default()
         .cloned()
         .ok_or(TlsError::NoProvider)?;
@@ -78,12 +96,15 @@ pub fn server_config(
         Some((cert, key)) => Arc::new(Reloading::load(cert, key, provider.clone())?),
         None => Arc::new(Fixed(self_signed(names, &provider)?)),
     };
-    let mut config = ServerConfig::builder_with_provider(provider)
+    let builder = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(TlsError::Config)?
-        .with_no_client_auth()
-        .with_cert_resolver(resolver);
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        .map_err(TlsError::Config)?;
+    let mut config = match verifier {
+        Some(verifier) => builder.with_client_cert_verifier(verifier),
+        None => builder.with_no_client_auth(),
+    }
+    .with_cert_resolver(resolver);
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }
 

@@ -1,0 +1,390 @@
+//! The routes: discovery, and `get`, `list` and `watch` of the four kinds, each request
+//! authenticated and authorized through the API server first. Everything that reads content
+//! runs on the blocking pool (the store reads files).
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use axum::Router;
+use axum::extract::{ConnectInfo, Path, Query as Params, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use catalogd_store::store::Store;
+use serde_json::Value;
+
+use crate::authn::{RequestHeader, User, bearer};
+use crate::content::{Summaries, served, version};
+use crate::discovery;
+use crate::kinds::{GROUP, Kind, VERSION};
+use crate::listener::Peer;
+use crate::page::{Continue, TokenError, page};
+use crate::query::{Form, Query, list, write};
+use crate::review::{Access, Question, Reviewer};
+use crate::status::Failure;
+use crate::table::{self, Include};
+use crate::watch;
+
+/// Whether this replica can answer from content it has (catalogd's `content-sync`).
+pub type Ready = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// What the routes share.
+#[derive(Clone)]
+pub struct ApiState {
+    pub(crate) store: Arc<Store>,
+    pub(crate) summaries: Arc<Summaries>,
+    pub(crate) request_header: Arc<RwLock<Option<RequestHeader>>>,
+    pub(crate) reviewer: Reviewer,
+    pub(crate) ready: Ready,
+    pub(crate) requests: Option<prometheus::IntCounterVec>,
+}
+
+impl ApiState {
+    /// The state of an API over `store`; `requests` counts requests by resource, verb and code.
+    pub fn new(
+        store: Arc<Store>,
+        reviewer: Reviewer,
+        ready: Ready,
+        requests: Option<prometheus::IntCounterVec>,
+    ) -> Self {
+        Self {
+            store,
+            summaries: Arc::default(),
+            request_header: Arc::default(),
+            reviewer,
+            ready,
+            requests,
+        }
+    }
+
+    /// Where the front proxy's settings go when they are read.
+    pub fn request_header(&self) -> Arc<RwLock<Option<RequestHeader>>> {
+        self.request_header.clone()
+    }
+
+    fn count(&self, resource: &str, verb: &str, code: StatusCode) {
+        if let Some(requests) = &self.requests {
+            requests
+                .with_label_values(&[resource, verb, code.as_str()])
+                .inc();
+        }
+    }
+}
+
+/// The router of the API.
+pub fn router(state: ApiState) -> Router {
+    let base = format!("/apis/{GROUP}/{VERSION}");
+    Router::new()
+        .route("/apis", get(apis))
+        .route(&format!("/apis/{GROUP}"), get(api_group))
+        .route(&base, get(resource_list))
+        .route(
+            &format!("{base}/{{resource}}"),
+            get(collection).fallback(read_only),
+        )
+        .route(
+            &format!("{base}/{{resource}}/{{name}}"),
+            get(one).fallback(read_only),
+        )
+        .route("/healthz", get(health))
+        .route("/livez", get(health))
+        .route("/readyz", get(ready))
+        .fallback(|| async { Failure::no_route() })
+        .with_state(state)
+}
+
+async fn health() -> &'static str {
+    "ok"
+}
+
+async fn ready(State(state): State<ApiState>) -> Response {
+    if (state.ready)() {
+        "ok".into_response()
+    } else {
+        Failure::unavailable("catalogd is not yet serving content").into_response()
+    }
+}
+
+async fn read_only(method: Method) -> Failure {
+    Failure::read_only(method.as_str())
+}
+
+fn json(body: &Value, content_type: &'static str) -> Response {
+    let mut response = body.to_string().into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}
+
+/// `/apis`: aggregated discovery when asked for it (with an ETag), else the group list.
+async fn apis(headers: HeaderMap) -> Response {
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let Some(media) = discovery::aggregated(accept) else {
+        return json(&discovery::group_list(), "application/json");
+    };
+    let body = discovery::aggregated_document(media).to_string();
+    let etag = format!(
+        "\"{}\"",
+        hex::encode(&<sha2::Sha256 as sha2::Digest>::digest(body.as_bytes())[..16])
+    );
+    let matches = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag));
+    let mut response = if matches {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        body.into_response()
+    };
+    let h = response.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(media));
+    if let Ok(etag) = HeaderValue::from_str(&etag) {
+        h.insert(header::ETAG, etag);
+    }
+    h.insert(header::VARY, HeaderValue::from_static("Accept"));
+    response
+}
+
+async fn api_group() -> Response {
+    json(&discovery::api_group(), "application/json")
+}
+
+async fn resource_list(State(state): State<ApiState>) -> Response {
+    // The API server's availability check reads this: it fails until content can be served.
+    if !(state.ready)() {
+        return Failure::unavailable("catalogd is not yet serving content").into_response();
+    }
+    json(&discovery::resource_list(), "application/json")
+}
+
+/// Who is asking, or why that cannot be told.
+async fn authenticate(state: &ApiState, peer: &Peer, headers: &HeaderMap) -> Result<User, Failure> {
+    if peer.verified {
+        let config = state
+            .request_header
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        return match config {
+            Some(c) if c.allows(peer.common_name.as_deref()) => {
+                c.user(headers).ok_or_else(Failure::unauthorized)
+            }
+            _ => Err(Failure::unauthorized()),
+        };
+    }
+    let Some(token) = bearer(headers) else {
+        return Err(Failure::unauthorized());
+    };
+    match state.reviewer.token(token).await {
+        Ok(Some(user)) => Ok(user),
+        Ok(None) => Err(Failure::unauthorized()),
+        Err(error) => {
+            tracing::warn!(%error, "could not review a bearer token");
+            Err(Failure::unavailable("could not check the token with the API server"))
+        }
+    }
+}
+
+/// Authenticates and authorizes `verb` on `kind` (and `name`).
+async fn admit(
+    state: &ApiState,
+    peer: &Peer,
+    headers: &HeaderMap,
+    verb: &'static str,
+    kind: Kind,
+    name: Option<&str>,
+) -> Result<(), Failure> {
+    if !(state.ready)() {
+        return Err(Failure::unavailable("catalogd is not yet serving content"));
+    }
+    let user = authenticate(state, peer, headers).await?;
+    let question = Question {
+        user,
+        verb,
+        resource: kind.resource(),
+        name: name.map(str::to_owned),
+    };
+    match state.reviewer.access(&question).await {
+        Ok(Access::Allowed) => Ok(()),
+        Ok(Access::Denied(reason)) => Err(Failure::forbidden(
+            &question.user.name,
+            verb,
+            kind.resource(),
+            &reason,
+        )),
+        Err(error) => {
+            tracing::warn!(%error, "could not review access");
+            Err(Failure::unavailable(
+                "could not check access with the API server",
+            ))
+        }
+    }
+}
+
+/// How the response is wanted: a Table, or objects.
+fn form(headers: &HeaderMap, params: &HashMap<String, String>) -> Result<Form, Failure> {
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let full = match params.get("content").map(String::as_str) {
+        None | Some("") => false,
+        Some("full") => true,
+        Some(other) => {
+            return Err(Failure::bad_request(format!(
+                "content must be \"full\" or absent, not {other:?}"
+            )));
+        }
+    };
+    Ok(match table::wanted(accept) {
+        Some(version) => Form::Table {
+            version,
+            include: Include::parse(params.get("includeObject").map(String::as_str))
+                .map_err(Failure::bad_request)?,
+        },
+        None => Form::Objects { full },
+    })
+}
+
+fn kind_of(resource: &str) -> Result<Kind, Failure> {
+    Kind::of_resource(resource).ok_or_else(Failure::no_route)
+}
+
+async fn collection(
+    State(state): State<ApiState>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Path(resource): Path<String>,
+    Params(params): Params<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    let watching = matches!(params.get("watch").map(String::as_str), Some("true" | "1"));
+    let verb = if watching { "watch" } else { "list" };
+    let result = async {
+        let kind = kind_of(&resource)?;
+        admit(&state, &peer, &headers, verb, kind, None).await?;
+        let form = form(&headers, &params)?;
+        let query = Query::parse(
+            kind,
+            params.get("labelSelector").map(String::as_str),
+            params.get("fieldSelector").map(String::as_str),
+        )
+        .map_err(Failure::bad_request)?;
+        if watching {
+            return watch::start(&state, query, form, &params);
+        }
+        let limit = match params.get("limit").map(|l| l.parse::<usize>()) {
+            None => 0,
+            Some(Ok(l)) => l,
+            Some(Err(_)) => return Err(Failure::bad_request("limit must be a number")),
+        };
+        let token = params.get("continue").filter(|c| !c.is_empty()).cloned();
+        let state2 = state.clone();
+        run_blocking(move || list_now(&state2, &query, form, limit, token.as_deref())).await
+    }
+    .await;
+    finish(&state, &resource, verb, result)
+}
+
+fn list_now(
+    state: &ApiState,
+    query: &Query,
+    form: Form,
+    limit: usize,
+    token: Option<&str>,
+) -> Result<Response, Failure> {
+    let served = served(&state.store).map_err(|e| Failure::internal(e.to_string()))?;
+    state.summaries.retain(&served);
+    let rv = version(&served);
+    let after = match token.map(|t| Continue::decode(t, &rv)) {
+        None => None,
+        Some(Ok(c)) => Some(c.after),
+        Some(Err(TokenError::Invalid)) => {
+            return Err(Failure::bad_request("continue key is not valid"));
+        }
+        Some(Err(TokenError::Expired)) => {
+            return Err(Failure::expired(
+                "The provided continue parameter is too old to display a consistent list result: the catalogs' content changed. Start the list again without it.",
+            ));
+        }
+    };
+    let items = query.items(&served);
+    let (items, next) = page(items, |(_, i)| &i.object, after.as_deref(), limit, &rv);
+    let mut written = Vec::with_capacity(items.len());
+    for (at, item) in &items {
+        let s = &served[*at];
+        written.push(
+            write(query.kind, s, item, form, &state.summaries)
+                .map_err(|e| Failure::internal(format!("reading {}: {e}", s.catalog)))?,
+        );
+    }
+    let body = list(query.kind, form, written, &rv, next.as_deref());
+    Ok(json(&body, "application/json"))
+}
+
+async fn one(
+    State(state): State<ApiState>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    Path((resource, name)): Path<(String, String)>,
+    Params(params): Params<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    let result = async {
+        let kind = kind_of(&resource)?;
+        admit(&state, &peer, &headers, "get", kind, Some(&name)).await?;
+        let form = form(&headers, &params)?;
+        let state2 = state.clone();
+        run_blocking(move || {
+            let served = served(&state2.store).map_err(|e| Failure::internal(e.to_string()))?;
+            let query = Query::named(kind, &name);
+            let Some((at, item)) = query.items(&served).into_iter().next() else {
+                return Err(Failure::not_found(kind.resource(), &name));
+            };
+            let s = &served[at];
+            let written = write(kind, s, &item, form, &state2.summaries)
+                .map_err(|e| Failure::internal(format!("reading {}: {e}", s.catalog)))?;
+            let body = match form {
+                Form::Table { version, .. } => table::table(
+                    version,
+                    Some(table::columns(kind)),
+                    vec![written],
+                    &version_of(s),
+                    None,
+                ),
+                Form::Objects { .. } => written,
+            };
+            Ok(json(&body, "application/json"))
+        })
+        .await
+    }
+    .await;
+    finish(&state, &resource, "get", result)
+}
+
+fn version_of(s: &crate::content::Served) -> String {
+    crate::objects::resource_version(&s.opened.stored.hash)
+}
+
+async fn run_blocking<F>(f: F) -> Result<Response, Failure>
+where
+    F: FnOnce() -> Result<Response, Failure> + Send + 'static,
+{
+    tokio::task::spawn_blocking(f)
+        .await
+        .unwrap_or_else(|e| Err(Failure::internal(format!("the request failed: {e}"))))
+}
+
+fn finish(
+    state: &ApiState,
+    resource: &str,
+    verb: &str,
+    result: Result<Response, Failure>,
+) -> Response {
+    let response = result.unwrap_or_else(IntoResponse::into_response);
+    let resource = Kind::of_resource(resource).map_or("unknown", Kind::resource);
+    state.count(resource, verb, response.status());
+    response
+}
