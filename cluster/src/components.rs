@@ -203,6 +203,28 @@ pub fn apiserver(
         ),
         format!("--audit-log-path={}", path(&dir.join("audit.log"))),
         "--audit-log-maxsize=200".into(),
+        // The aggregation layer, as kubeadm sets it up: aggregated APIs (catalogd's
+        // catalogs.olm-rs.io) trust the user in these headers only on connections made with
+        // the front proxy's client certificate.
+        format!(
+            "--requestheader-client-ca-file={}",
+            pki(files::FRONT_PROXY_CA)
+        ),
+        format!(
+            "--requestheader-allowed-names={}",
+            crate::pki::FRONT_PROXY_CLIENT
+        ),
+        "--requestheader-username-headers=X-Remote-User".into(),
+        "--requestheader-group-headers=X-Remote-Group".into(),
+        "--requestheader-extra-headers-prefix=X-Remote-Extra-".into(),
+        format!(
+            "--proxy-client-cert-file={}",
+            pki(files::FRONT_PROXY_CLIENT.0)
+        ),
+        format!(
+            "--proxy-client-key-file={}",
+            pki(files::FRONT_PROXY_CLIENT.1)
+        ),
     ];
     if net.node {
         argv.extend([
@@ -317,6 +339,9 @@ mod tests {
             "--disable-admission-plugins=TaintNodesByCondition",
             "--kubelet-preferred-address-types=InternalIP",
             "--kubelet-client-certificate=/run/cp/pki/admin.crt",
+            "--requestheader-client-ca-file=/run/cp/pki/front-proxy-ca.crt",
+            "--requestheader-allowed-names=front-proxy-client",
+            "--proxy-client-cert-file=/run/cp/pki/front-proxy-client.crt",
         ] {
             assert!(api.argv.contains(&flag.into()), "{flag} in {:?}", api.argv);
         }

@@ -50,7 +50,16 @@ pub struct Pki {
     pub coredns: Pair,
     /// The service-account token signing key (`cert` holds its public key).
     pub service_accounts: Pair,
+    /// The front proxy's CA (`--requestheader-client-ca-file`): a CA of its own, as kubeadm
+    /// makes it, so that no other client certificate can pass for the aggregator.
+    pub front_proxy_ca: String,
+    /// The aggregator's client certificate ([`FRONT_PROXY_CLIENT`]), with which the API
+    /// server proxies to aggregated APIs.
+    pub front_proxy_client: Pair,
 }
+
+/// The common name of the aggregator's client certificate (`--requestheader-allowed-names`).
+pub const FRONT_PROXY_CLIENT: &str = "front-proxy-client";
 
 /// The file names [`Pki::write`] uses.
 pub mod files {
@@ -68,6 +77,10 @@ pub mod files {
     pub const ADMIN: (&str, &str) = ("admin.crt", "admin.key");
     /// The service-account public and private key.
     pub const SERVICE_ACCOUNTS: (&str, &str) = ("sa.pub", "sa.key");
+    /// The front proxy's CA certificate.
+    pub const FRONT_PROXY_CA: &str = "front-proxy-ca.crt";
+    /// The aggregator's client certificate and key.
+    pub const FRONT_PROXY_CLIENT: (&str, &str) = ("front-proxy-client.crt", "front-proxy-client.key");
 }
 
 impl Pki {
@@ -83,6 +96,7 @@ impl Pki {
             &[(DnType::CommonName, "kube-apiserver")],
             ExtendedKeyUsagePurpose::ServerAuth,
         )?;
+        let front_proxy = Authority::new("olm-rs-test-front-proxy-ca")?;
         Ok(Pki {
             ca: ca.pem().to_owned(),
             api_server,
@@ -91,6 +105,8 @@ impl Pki {
             kube_proxy: ca.client("system:kube-proxy", None)?,
             coredns: ca.client(COREDNS_USER, None)?,
             service_accounts: key_pair()?,
+            front_proxy_ca: front_proxy.pem().to_owned(),
+            front_proxy_client: front_proxy.client(FRONT_PROXY_CLIENT, None)?,
         })
     }
 
@@ -104,8 +120,12 @@ impl Pki {
             (files::KUBE_PROXY, &self.kube_proxy),
             (files::COREDNS, &self.coredns),
             (files::SERVICE_ACCOUNTS, &self.service_accounts),
+            (files::FRONT_PROXY_CLIENT, &self.front_proxy_client),
         ];
-        let mut all = vec![(files::CA, self.ca.as_str())];
+        let mut all = vec![
+            (files::CA, self.ca.as_str()),
+            (files::FRONT_PROXY_CA, self.front_proxy_ca.as_str()),
+        ];
         for ((cert, key), pair) in pairs {
             all.push((cert, pair.cert.as_str()));
             all.push((key, pair.key.as_str()));
@@ -145,6 +165,10 @@ mod tests {
         // Another CA's client is refused: the check can fail.
         let other = Pki::generate(&["172.30.9.1".into()], "n1").unwrap();
         assert!(!identifies(&pki.ca, &other.admin.cert));
+        // The front proxy's client is its own CA's, and no other client passes for it.
+        assert!(identifies(&pki.front_proxy_ca, &pki.front_proxy_client.cert));
+        assert!(!identifies(&pki.front_proxy_ca, &pki.admin.cert));
+        assert!(!identifies(&pki.ca, &pki.front_proxy_client.cert));
     }
 
     #[test]
@@ -154,12 +178,14 @@ mod tests {
         pki.write(dir.path()).unwrap();
         let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap();
         assert!(read(files::CA).starts_with("-----BEGIN CERTIFICATE-----"));
+        assert!(read(files::FRONT_PROXY_CA).starts_with("-----BEGIN CERTIFICATE-----"));
         for (cert, key) in [
             files::API_SERVER,
             files::ADMIN,
             files::KUBELET,
             files::KUBE_PROXY,
             files::COREDNS,
+            files::FRONT_PROXY_CLIENT,
         ] {
             assert!(read(cert).starts_with("-----BEGIN CERTIFICATE-----"));
             assert!(read(key).starts_with("-----BEGIN PRIVATE KEY-----"));

@@ -28,6 +28,9 @@ use olm_e2e::operators::{create_operator, wait_bd_image};
 use olm_e2e::prometheus::{self, Job};
 use serde_json::json;
 
+#[path = "node/catalog_api.rs"]
+mod catalog_api;
+
 /// The tests of this binary install the same release: one at a time.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 

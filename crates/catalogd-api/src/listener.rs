@@ -170,7 +170,12 @@ pub fn common_name(der: &[u8]) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// Serves `router` on `listener` over TLS with `config` until `shutdown` is cancelled.
+/// How long the API keeps accepting after shutdown begins: the Pod's endpoint is being removed
+/// meanwhile, and kube-proxy may still send new connections here until it has.
+pub const LAME_DUCK: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Serves `router` on `listener` over TLS with `config` until [`LAME_DUCK`] after `shutdown`
+/// is cancelled.
 ///
 /// # Errors
 ///
@@ -187,6 +192,9 @@ pub async fn serve(
         listener,
         router.into_make_service_with_connect_info::<Peer>(),
     )
-    .with_graceful_shutdown(shutdown.cancelled_owned())
+    .with_graceful_shutdown(async move {
+        shutdown.cancelled().await;
+        tokio::time::sleep(LAME_DUCK).await;
+    })
     .await
 }

@@ -105,6 +105,18 @@ pub struct Args {
     /// PEM private key of --content-tls-cert-file.
     #[arg(long, requires = "content_tls_cert_file")]
     pub content_tls_key_file: Option<PathBuf>,
+    /// Serve the read-only aggregated API `catalogs.olm-rs.io/v1alpha1` (`kubectl get
+    /// packages`, docs/catalogs.md) over HTTPS at this address; off when not given.
+    #[arg(long)]
+    pub catalog_api_address: Option<SocketAddr>,
+    /// PEM certificate (chain) of the aggregated API, for the name the APIService's Service
+    /// has (reloaded when the file changes); without it, a self-signed one (which the API
+    /// server trusts only when the APIService skips TLS verification: tests only).
+    #[arg(long, requires = "catalog_api_tls_key_file")]
+    pub catalog_api_tls_cert_file: Option<PathBuf>,
+    /// PEM private key of --catalog-api-tls-cert-file.
+    #[arg(long, requires = "catalog_api_tls_cert_file")]
+    pub catalog_api_tls_key_file: Option<PathBuf>,
     /// PEM CAs trusted when a follower copies content from the leader over HTTPS, besides the
     /// system's (the CA of --content-tls-cert-file).
     #[arg(long)]

@@ -28,6 +28,9 @@ use crate::start::{StartOptions, Started};
 pub struct Context {
     /// The Kubernetes client; its writes fail unless this replica leads (with election on).
     pub client: kube::Client,
+    /// The client without the write guard, for reviews every replica creates (TokenReview,
+    /// SubjectAccessReview).
+    pub reviews: kube::Client,
     /// Cancelled on SIGTERM or SIGINT, and once the leader's work has ended.
     pub shutdown: CancellationToken,
     /// The shared metrics registry, with the controller-runtime families.
@@ -93,6 +96,7 @@ pub async fn run<M: Manager>(manager: M) -> Result<(), M::Error> {
     let grace = options.runtime.shutdown.grace();
     let Started {
         client,
+        reviews,
         shutdown,
         metrics,
         readiness,
@@ -101,6 +105,7 @@ pub async fn run<M: Manager>(manager: M) -> Result<(), M::Error> {
     } = crate::start::start(options).await?;
     let ctx = Context {
         client,
+        reviews,
         shutdown,
         metrics,
         readiness,

@@ -18,6 +18,9 @@ pub struct Started {
     /// The Kubernetes client. Its writes pass the leader election's write guard: with
     /// election on, they fail unless this replica leads.
     pub client: kube::Client,
+    /// The same client without the write guard, for the reviews every replica creates
+    /// (TokenReview, SubjectAccessReview) whether it leads or not.
+    pub reviews: kube::Client,
     /// Cancelled on SIGTERM or SIGINT.
     pub shutdown: tokio_util::sync::CancellationToken,
     /// The shared metrics registry, with the controller-runtime families.
@@ -102,8 +105,9 @@ pub async fn start(options: StartOptions<'_>) -> Result<Started, Error> {
             metrics: metrics.clone(),
             readiness: readiness.clone(),
             shutdown: shutdown.clone(),
-            reviews: unguarded,
+            reviews: unguarded.clone(),
         },
+        reviews: unguarded,
         shutdown,
         metrics,
         readiness,

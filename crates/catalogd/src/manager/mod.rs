@@ -125,6 +125,8 @@ pub struct Prepared {
     /// `catalogd_follower_lag_seconds`.
     pub lag: prometheus::Gauge,
     content: JoinHandle<std::io::Result<()>>,
+    /// The aggregated API's server, when it is on.
+    api: Option<JoinHandle<std::io::Result<()>>>,
 }
 
 impl Manager for Catalogd {
@@ -181,12 +183,14 @@ impl Manager for Catalogd {
         };
         let content = tokio::spawn(server::serve(listener, router, tls, ctx.shutdown.clone()));
         content_ready.set_ready(true);
+        let api = crate::api::start(args, ctx, store.clone(), content_synced.clone()).await?;
         Ok(Prepared {
             store,
             registry_ca,
             content_synced,
             lag,
             content,
+            api,
         })
     }
 
@@ -223,5 +227,9 @@ impl Manager for Catalogd {
 
     async fn drain(&self, prepared: Prepared) {
         let _ = tokio::time::timeout(SERVER_DRAIN, prepared.content).await;
+        if let Some(api) = prepared.api {
+            let _ =
+                tokio::time::timeout(SERVER_DRAIN + catalogd_api::listener::LAME_DUCK, api).await;
+        }
     }
 }
