@@ -80,7 +80,8 @@ pub mod files {
     /// The front proxy's CA certificate.
     pub const FRONT_PROXY_CA: &str = "front-proxy-ca.crt";
     /// The aggregator's client certificate and key.
-    pub const FRONT_PROXY_CLIENT: (&str, &str) = ("front-proxy-client.crt", "front-proxy-client.key");
+    pub const FRONT_PROXY_CLIENT: (&str, &str) =
+        ("front-proxy-client.crt", "front-proxy-client.key");
 }
 
 impl Pki {
@@ -166,7 +167,10 @@ mod tests {
         let other = Pki::generate(&["172.30.9.1".into()], "n1").unwrap();
         assert!(!identifies(&pki.ca, &other.admin.cert));
         // The front proxy's client is its own CA's, and no other client passes for it.
-        assert!(identifies(&pki.front_proxy_ca, &pki.front_proxy_client.cert));
+        assert!(identifies(
+            &pki.front_proxy_ca,
+            &pki.front_proxy_client.cert
+        ));
         assert!(!identifies(&pki.front_proxy_ca, &pki.admin.cert));
         assert!(!identifies(&pki.ca, &pki.front_proxy_client.cert));
     }

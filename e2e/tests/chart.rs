@@ -571,3 +571,91 @@ fn the_provisioner_can_be_bound_to_its_allowed_namespaces_alone() {
         assert!(err.contains(words), "{allowed:?}: {err}");
     }
 }
+
+/// `catalogApi.enabled` renders the aggregated API whole: an APIService whose caBundle is the CA
+/// that signed the certificate catalogd serves for the Service's name, the bindings delegated
+/// authentication needs, two catalogd replicas with a PodDisruptionBudget, and the flags;
+/// off (the default), none of it.
+#[test]
+fn the_catalog_api_value_renders_an_apiservice_trusting_what_catalogd_serves() {
+    use base64::Engine as _;
+    let of = |rendered: &[serde_json::Value], kind: &str, name: &str| {
+        rendered
+            .iter()
+            .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+            .cloned()
+    };
+    let off = docs(&template(&[]));
+    assert!(of(&off, "APIService", "v1alpha1.catalogs.olm-rs.io").is_none());
+    assert!(of(&off, "Service", "catalogd-api").is_none());
+    assert!(
+        !catalogd_args(&off)
+            .iter()
+            .any(|a| a.starts_with("--catalog-api"))
+    );
+
+    let on = docs(&template(&["--set", "catalogApi.enabled=true"]));
+    let apiservice = of(&on, "APIService", "v1alpha1.catalogs.olm-rs.io").unwrap();
+    assert_eq!(apiservice["spec"]["service"]["name"], "catalogd-api");
+    let secret = of(&on, "Secret", "catalogd-api-tls").unwrap();
+    let decode = |v: &serde_json::Value| {
+        String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(v.as_str().unwrap())
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    let ca = decode(&apiservice["spec"]["caBundle"]);
+    assert_eq!(ca, decode(&secret["data"]["ca.crt"]));
+    let cert = decode(&secret["data"]["tls.crt"]);
+    assert!(olm_testkit::pki::serves(
+        &ca,
+        &cert,
+        "catalogd-api.olm-system.svc"
+    ));
+    assert!(!olm_testkit::pki::serves(
+        &ca,
+        &cert,
+        "catalogd.olm-system.svc"
+    ));
+    let delegator = of(&on, "ClusterRoleBinding", "olm-catalogd-auth-delegator").unwrap();
+    assert_eq!(delegator["roleRef"]["name"], "system:auth-delegator");
+    let reader = of(&on, "RoleBinding", "olm-catalogd-auth-reader").unwrap();
+    assert_eq!(reader["metadata"]["namespace"], "kube-system");
+    let viewer = of(&on, "ClusterRole", "olm-catalog-viewer").unwrap();
+    assert_eq!(
+        viewer["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-view"],
+        "true"
+    );
+    let catalogd = of(&on, "Deployment", "catalogd").unwrap();
+    assert_eq!(catalogd["spec"]["replicas"], 2);
+    assert!(of(&on, "PodDisruptionBudget", "catalogd").is_some());
+    let args = catalogd_args(&on);
+    assert!(
+        args.contains(&"--catalog-api-address=0.0.0.0:8443".to_owned()),
+        "{args:?}"
+    );
+    // More replicas asked for catalogd are kept; cert-manager's CA injector fills the bundle.
+    let more = docs(&template(&[
+        "--set",
+        "catalogApi.enabled=true",
+        "--set",
+        "catalogd.replicas=3",
+        "--set",
+        "tls.source=certManager",
+        "--set",
+        "tls.certManager.issuerRef.name=ca",
+    ]));
+    assert_eq!(
+        of(&more, "Deployment", "catalogd").unwrap()["spec"]["replicas"],
+        3
+    );
+    let injected = of(&more, "APIService", "v1alpha1.catalogs.olm-rs.io").unwrap();
+    assert_eq!(
+        injected["metadata"]["annotations"]["cert-manager.io/inject-ca-from"],
+        "olm-system/catalogd-api-tls"
+    );
+    assert!(injected["spec"].get("caBundle").is_none());
+    assert!(of(&more, "Certificate", "catalogd-api-tls").is_some());
+}

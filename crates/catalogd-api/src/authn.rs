@@ -171,7 +171,10 @@ mod tests {
         let mut headers = HeaderMap::new();
         headers.insert("x-remote-user", HeaderValue::from_static("alice"));
         headers.append("x-remote-group", HeaderValue::from_static("dev"));
-        headers.append("x-remote-group", HeaderValue::from_static("system:authenticated"));
+        headers.append(
+            "x-remote-group",
+            HeaderValue::from_static("system:authenticated"),
+        );
         headers.insert(
             "x-remote-extra-authentication.kubernetes.io%2fcredential-id",
             HeaderValue::from_static("JTI=1"),

@@ -133,10 +133,8 @@ impl Summaries {
             },
         );
         let summary = Arc::new(summarize(reader)?);
-        self.lock().insert(
-            served.catalog.clone(),
-            (hash.clone(), summary.clone()),
-        );
+        self.lock()
+            .insert(served.catalog.clone(), (hash.clone(), summary.clone()));
         Ok(summary)
     }
 

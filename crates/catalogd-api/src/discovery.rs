@@ -127,6 +127,9 @@ mod tests {
         );
         assert_eq!(aggregated("application/json, */*"), None);
         let doc = aggregated_document(V2);
-        assert_eq!(doc["items"][0]["versions"][0]["resources"][2]["resource"], "bundles");
+        assert_eq!(
+            doc["items"][0]["versions"][0]["resources"][2]["resource"],
+            "bundles"
+        );
     }
 }

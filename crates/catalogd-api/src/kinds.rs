@@ -93,24 +93,34 @@ impl Kind {
                 ("Catalog", "string", 0, "The Catalog serving it."),
                 ("Default Channel", "string", 0, "Its defaultChannel."),
                 ("Latest", "string", 0, "The highest version of its bundles."),
-                ("Deprecated", "string", 1, "Whether the catalog deprecates it."),
+                (
+                    "Deprecated",
+                    "string",
+                    1,
+                    "Whether the catalog deprecates it.",
+                ),
             ],
             Kind::Channel => &[
                 ("Package", "string", 0, "The package."),
-                (
-                    "Head",
-                    "string",
-                    0,
-                    "The entry no other replaces or skips.",
-                ),
+                ("Head", "string", 0, "The entry no other replaces or skips."),
                 ("Entries", "integer", 0, "How many bundles it lists."),
                 ("Catalog", "string", 1, "The Catalog serving it."),
-                ("Deprecated", "string", 1, "Whether the catalog deprecates it."),
+                (
+                    "Deprecated",
+                    "string",
+                    1,
+                    "Whether the catalog deprecates it.",
+                ),
             ],
             Kind::Bundle => &[
                 ("Package", "string", 0, "The package."),
                 ("Version", "string", 0, "Its olm.package version."),
-                ("Deprecated", "string", 0, "Whether the catalog deprecates it."),
+                (
+                    "Deprecated",
+                    "string",
+                    0,
+                    "Whether the catalog deprecates it.",
+                ),
                 (
                     "Install Modes",
                     "string",

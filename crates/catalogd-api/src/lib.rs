@@ -10,7 +10,7 @@
 //!   [`authn`] (the front proxy's headers), [`status`] (errors as `Status`).
 //! * With I/O around them: [`content`] (the served content, opened), [`query`] (selecting and
 //!   writing items), [`review`] (TokenReview, SubjectAccessReview), [`watch`] (events on
-//!   content changes), [`server`] (the routes), [`listener`] (TLS that tells the front proxy
+//!   content changes), [`server`] (the routes) and [`state`] (what they share), [`listener`] (TLS that tells the front proxy
 //!   from other clients).
 
 pub mod authn;
@@ -25,6 +25,7 @@ pub mod query;
 pub mod review;
 pub mod select;
 pub mod server;
+pub mod state;
 pub mod status;
 pub mod summary;
 pub mod table;

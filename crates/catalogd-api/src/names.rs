@@ -52,8 +52,7 @@ pub fn is_label_value(s: &str) -> bool {
 pub fn derive(parts: &[&str]) -> String {
     if let Some((last, leading)) = parts.split_last() {
         let plain = parts.join(".");
-        if leading.iter().all(|p| is_label(p)) && is_subdomain(last) && plain.len() <= MAX_NAME
-        {
+        if leading.iter().all(|p| is_label(p)) && is_subdomain(last) && plain.len() <= MAX_NAME {
             return plain;
         }
     }

@@ -129,13 +129,25 @@ mod tests {
             created: "2026-01-01T00:00:00Z",
         };
         let light = object(Kind::Bundle, &item(), origin, BLOB, false);
-        assert_eq!(light["spec"]["content"]["properties"].as_array().unwrap().len(), 1);
+        assert_eq!(
+            light["spec"]["content"]["properties"]
+                .as_array()
+                .unwrap()
+                .len(),
+            1
+        );
         let said = light["metadata"]["annotations"][OMITTED].as_str().unwrap();
         assert!(said.starts_with("1 olm.bundle.object properties"), "{said}");
         assert_eq!(light["metadata"]["labels"]["package"], "etcd");
         assert_eq!(light["metadata"]["resourceVersion"], "0123456789abcdef");
         let full = object(Kind::Bundle, &item(), origin, BLOB, true);
-        assert_eq!(full["spec"]["content"]["properties"].as_array().unwrap().len(), 2);
+        assert_eq!(
+            full["spec"]["content"]["properties"]
+                .as_array()
+                .unwrap()
+                .len(),
+            2
+        );
         assert!(full["metadata"].get("annotations").is_none());
         assert_eq!(full["metadata"]["uid"], light["metadata"]["uid"]);
     }

@@ -228,7 +228,9 @@ pub fn fields(text: &str, supported: &[&str]) -> Result<FieldSelector, String> {
         } else if let Some((f, v)) = split_op(&term, "=") {
             (f, v, false)
         } else {
-            return Err(format!("invalid selector: '{text}'; can't understand '{term}'"));
+            return Err(format!(
+                "invalid selector: '{text}'; can't understand '{term}'"
+            ));
         };
         let field = field.trim().to_owned();
         if !supported.contains(&field.as_str()) {

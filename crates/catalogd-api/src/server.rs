@@ -3,73 +3,26 @@
 //! runs on the blocking pool (the store reads files).
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
 
 use axum::Router;
 use axum::extract::{ConnectInfo, Path, Query as Params, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use catalogd_store::store::Store;
 use serde_json::Value;
 
-use crate::authn::{RequestHeader, User, bearer};
-use crate::content::{Summaries, served, version};
+use crate::authn::{User, bearer};
+use crate::content::{served, version};
 use crate::discovery;
 use crate::kinds::{GROUP, Kind, VERSION};
 use crate::listener::Peer;
 use crate::page::{Continue, TokenError, page};
 use crate::query::{Form, Query, list, write};
-use crate::review::{Access, Question, Reviewer};
+use crate::review::{Access, Question};
+use crate::state::ApiState;
 use crate::status::Failure;
 use crate::table::{self, Include};
 use crate::watch;
-
-/// Whether this replica can answer from content it has (catalogd's `content-sync`).
-pub type Ready = Arc<dyn Fn() -> bool + Send + Sync>;
-
-/// What the routes share.
-#[derive(Clone)]
-pub struct ApiState {
-    pub(crate) store: Arc<Store>,
-    pub(crate) summaries: Arc<Summaries>,
-    pub(crate) request_header: Arc<RwLock<Option<RequestHeader>>>,
-    pub(crate) reviewer: Reviewer,
-    pub(crate) ready: Ready,
-    pub(crate) requests: Option<prometheus::IntCounterVec>,
-}
-
-impl ApiState {
-    /// The state of an API over `store`; `requests` counts requests by resource, verb and code.
-    pub fn new(
-        store: Arc<Store>,
-        reviewer: Reviewer,
-        ready: Ready,
-        requests: Option<prometheus::IntCounterVec>,
-    ) -> Self {
-        Self {
-            store,
-            summaries: Arc::default(),
-            request_header: Arc::default(),
-            reviewer,
-            ready,
-            requests,
-        }
-    }
-
-    /// Where the front proxy's settings go when they are read.
-    pub fn request_header(&self) -> Arc<RwLock<Option<RequestHeader>>> {
-        self.request_header.clone()
-    }
-
-    fn count(&self, resource: &str, verb: &str, code: StatusCode) {
-        if let Some(requests) = &self.requests {
-            requests
-                .with_label_values(&[resource, verb, code.as_str()])
-                .inc();
-        }
-    }
-}
 
 /// The router of the API.
 pub fn router(state: ApiState) -> Router {
@@ -184,7 +137,9 @@ async fn authenticate(state: &ApiState, peer: &Peer, headers: &HeaderMap) -> Res
         Ok(None) => Err(Failure::unauthorized()),
         Err(error) => {
             tracing::warn!(%error, "could not review a bearer token");
-            Err(Failure::unavailable("could not check the token with the API server"))
+            Err(Failure::unavailable(
+                "could not check the token with the API server",
+            ))
         }
     }
 }

@@ -105,7 +105,11 @@ impl Failure {
 
     /// 503.
     pub fn unavailable(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable", message)
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "ServiceUnavailable",
+            message,
+        )
     }
 
     /// 500.

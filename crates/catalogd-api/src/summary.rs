@@ -127,7 +127,11 @@ pub fn summarize(reader: impl BufRead) -> std::io::Result<Summary> {
     let mut latest: HashMap<&str, semver::Version> = HashMap::new();
     let mut versions: HashMap<(&str, &str), semver::Version> = HashMap::new();
     for ((package, bundle), b) in &summary.bundles {
-        let Some(v) = b.version.as_deref().and_then(|v| semver::Version::parse(v).ok()) else {
+        let Some(v) = b
+            .version
+            .as_deref()
+            .and_then(|v| semver::Version::parse(v).ok())
+        else {
             continue;
         };
         versions.insert((package, bundle), v.clone());
@@ -136,10 +140,8 @@ pub fn summarize(reader: impl BufRead) -> std::io::Result<Summary> {
             *best = v;
         }
     }
-    let latest: BTreeMap<String, semver::Version> = latest
-        .into_iter()
-        .map(|(p, v)| (p.to_owned(), v))
-        .collect();
+    let latest: BTreeMap<String, semver::Version> =
+        latest.into_iter().map(|(p, v)| (p.to_owned(), v)).collect();
     let mut heads: Vec<((String, String), String)> = Vec::new();
     for ((package, channel), (names, replaced)) in &edges {
         let head = names

@@ -22,7 +22,7 @@ use crate::content::{served, version};
 use crate::kinds::{API_VERSION, Kind};
 use crate::objects::resource_version;
 use crate::query::{Form, Query, write};
-use crate::server::ApiState;
+use crate::state::ApiState;
 use crate::status::Failure;
 use crate::table;
 
@@ -43,13 +43,9 @@ fn event(kind: &str, object: &Value) -> Bytes {
 /// An event's object: the written item itself, or a Table of its one row.
 fn wrap(kind: Kind, form: Form, written: Value, rv: &str) -> Value {
     match form {
-        Form::Table { version, .. } => table::table(
-            version,
-            Some(table::columns(kind)),
-            vec![written],
-            rv,
-            None,
-        ),
+        Form::Table { version, .. } => {
+            table::table(version, Some(table::columns(kind)), vec![written], rv, None)
+        }
         Form::Objects { .. } => written,
     }
 }
@@ -178,7 +174,10 @@ async fn round(
     .await;
     let (result, back) = match joined {
         Ok(j) => j,
-        Err(e) => (Err(Failure::internal(format!("the watch failed: {e}"))), Known::new()),
+        Err(e) => (
+            Err(Failure::internal(format!("the watch failed: {e}"))),
+            Known::new(),
+        ),
     };
     *known = back;
     match result {

@@ -5,8 +5,9 @@
 //! * [`reconcile`]: carries a plan out (fetch, [`unpack`] under the [`budget`], status, events).
 //! * [`source`]: one implementation per member of `spec.source`.
 //! * [`store`]: hash-addressed content with atomic swap; the last good content is kept.
-//! * [`server`]: the HTTP content server (`all.json` and the metas query API); [`api`]: the
-//!   read-only aggregated API over the same store (`catalogs.olm-rs.io`, [`catalogd_api`]).
+//! * [`server`]: the HTTP content server (`all.json` and the metas query API);
+//!   [`manager::api`]: the read-only aggregated API over the same store
+//!   (`catalogs.olm-rs.io`, [`catalogd_api`]).
 //! * [`follow`]: what a follower replica does: copy the leader's served content.
 //! * [`status`]: the status catalogd writes, as pure functions.
 //! * [`metrics`]: the `catalogd_*` metric families.
@@ -14,7 +15,6 @@
 //! * [`manager`]: catalogd's steps as a manager (prepare, follow, lead, drain), from its
 //!   [`args`]; [`orphans`]: the start-up clean-up of the store.
 
-pub mod api;
 pub mod args;
 pub mod budget;
 pub mod collect;

@@ -91,9 +91,15 @@ async fn catalog_content_is_read_through_the_api_server_and_a_catalogd_restart_b
     let pods = super::catalogd_pods(&client).await;
     assert_eq!(pods.len(), 2, "the API on runs two catalogd replicas");
     let apiservices: Api<APIService> = Api::all(client.clone());
-    wait_for(&apiservices, APISERVICE, "Available", READY_WITHIN, available)
-        .await
-        .unwrap();
+    wait_for(
+        &apiservices,
+        APISERVICE,
+        "Available",
+        READY_WITHIN,
+        available,
+    )
+    .await
+    .unwrap();
 
     // Content, as kubectl shows it: through the API server, by label, wide, and one object.
     let (name, cm) = (ctx.name("cat"), ctx.name("cat-cm"));
@@ -102,9 +108,11 @@ async fn catalog_content_is_read_through_the_api_server_and_a_catalogd_restart_b
             .await
             .unwrap();
     let by_catalog = format!("catalog={name}");
-    let packages = kubectl_until(&["get", "packages", "-l", &by_catalog], "the package", |o| {
-        o.contains("example-operator")
-    })
+    let packages = kubectl_until(
+        &["get", "packages", "-l", &by_catalog],
+        "the package",
+        |o| o.contains("example-operator"),
+    )
     .await;
     println!("kubectl get packages -l {by_catalog}\n{packages}");
     assert!(packages.contains("DEFAULT CHANNEL"), "{packages}");
@@ -118,11 +126,17 @@ async fn catalog_content_is_read_through_the_api_server_and_a_catalogd_restart_b
     assert!(bundles.contains("INSTALL MODES"), "{bundles}");
     let bundle = format!("{name}.example-operator.example-operator.v0.1.0");
     let yaml = kubectl(&["get", "bundle", &bundle, "-o", "yaml"]).unwrap();
-    assert!(yaml.contains("image: quay.io/olmtest/example-operator-bundle:v0.1.0"), "{yaml}");
+    assert!(
+        yaml.contains("image: quay.io/olmtest/example-operator-bundle:v0.1.0"),
+        "{yaml}"
+    );
     assert!(yaml.contains("kind: Bundle"), "{yaml}");
     let field = format!("spec.package=example-operator,spec.catalog={name}");
     let by_field = kubectl(&["get", "bundles", "--field-selector", &field, "-o", "name"]).unwrap();
-    assert_eq!(by_field.trim(), format!("bundle.catalogs.olm-rs.io/{bundle}"));
+    assert_eq!(
+        by_field.trim(),
+        format!("bundle.catalogs.olm-rs.io/{bundle}")
+    );
 
     // A user without RBAC is refused by name.
     ctx.apply(&json!({"apiVersion": "v1", "kind": "ServiceAccount",
@@ -148,8 +162,19 @@ async fn catalog_content_is_read_through_the_api_server_and_a_catalogd_restart_b
 
     // A watch sees the Catalog move to new content: the new bundle is added.
     let mut watch = Command::new(olm_e2e::helm::cached("kubectl").unwrap())
-        .args(["get", "bundles", "-l", &by_catalog, "--watch-only", "-o", "name"])
-        .env("KUBECONFIG", &olm_e2e::cluster::cluster().unwrap().kubeconfig)
+        .args([
+            "get",
+            "bundles",
+            "-l",
+            &by_catalog,
+            "--watch-only",
+            "-o",
+            "name",
+        ])
+        .env(
+            "KUBECONFIG",
+            &olm_e2e::cluster::cluster().unwrap().kubeconfig,
+        )
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -167,8 +192,11 @@ async fn catalog_content_is_read_through_the_api_server_and_a_catalogd_restart_b
         .await
         .unwrap();
     let old = unpacked.status.and_then(|s| s.content_hash);
-    wait_unpacked(&catalogs, &name, old.as_deref()).await.unwrap();
-    let added = format!("bundle.catalogs.olm-rs.io/{name}.example-operator.example-operator.v0.2.0");
+    wait_unpacked(&catalogs, &name, old.as_deref())
+        .await
+        .unwrap();
+    let added =
+        format!("bundle.catalogs.olm-rs.io/{name}.example-operator.example-operator.v0.2.0");
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut seen = Vec::new();
     while !seen.contains(&added) {
@@ -230,7 +258,10 @@ async fn catalog_content_is_read_through_the_api_server_and_a_catalogd_restart_b
                         .await
                         .unwrap();
                     let started = Instant::now();
-                    namespaces.delete(&ns, &DeleteParams::default()).await.unwrap();
+                    namespaces
+                        .delete(&ns, &DeleteParams::default())
+                        .await
+                        .unwrap();
                     wait_for_deletion(&namespaces, &ns, Duration::from_secs(60))
                         .await
                         .unwrap();
@@ -253,7 +284,9 @@ async fn catalog_content_is_read_through_the_api_server_and_a_catalogd_restart_b
         .delete(&leader, &DeleteParams::default())
         .await
         .unwrap();
-    wait_for_deletion(&pods_api, &leader, READY_WITHIN).await.unwrap();
+    wait_for_deletion(&pods_api, &leader, READY_WITHIN)
+        .await
+        .unwrap();
     wait_deployments_available(&client, OLM_NAMESPACE, READY_WITHIN)
         .await
         .unwrap();
@@ -280,7 +313,9 @@ async fn catalog_content_is_read_through_the_api_server_and_a_catalogd_restart_b
     ctx.cleanup().await.unwrap();
     olm_e2e::chart::uninstall().unwrap();
     let namespaces: Api<Namespace> = Api::all(client.clone());
-    let _ = namespaces.delete(OLM_NAMESPACE, &DeleteParams::default()).await;
+    let _ = namespaces
+        .delete(OLM_NAMESPACE, &DeleteParams::default())
+        .await;
     wait_for_deletion(&namespaces, OLM_NAMESPACE, READY_WITHIN)
         .await
         .unwrap();

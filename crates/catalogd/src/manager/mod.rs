@@ -2,6 +2,7 @@
 //! (the content store, cleared of orphans, and the content server), how a follower copies the
 //! leader's content until it leads ([`crate::follow`]), and the leader's work ([`lead`]).
 
+pub mod api;
 pub mod lead;
 
 use olm_runtime::metrics::register;
@@ -183,7 +184,7 @@ impl Manager for Catalogd {
         };
         let content = tokio::spawn(server::serve(listener, router, tls, ctx.shutdown.clone()));
         content_ready.set_ready(true);
-        let api = crate::api::start(args, ctx, store.clone(), content_synced.clone()).await?;
+        let api = api::start(args, ctx, store.clone(), content_synced.clone()).await?;
         Ok(Prepared {
             store,
             registry_ca,

@@ -17,6 +17,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use olm_api::bundle_deployment::BundleDeployment;
 use olm_api::catalog::Catalog;
@@ -30,6 +31,8 @@ mod charts;
 
 const WAIT: Duration = Duration::from_secs(120);
 const CATALOGS: (&str, &str, &str) = ("catalogd.operatorframework.io", "v1alpha1", "Catalog");
+/// The group of catalogd's aggregated API.
+const CATALOG_API: &str = "catalogs.olm-rs.io";
 const OPERATORS: (&str, &str, &str) = ("operators.operatorframework.io", "v1alpha1", "Operator");
 const BUNDLE_DEPLOYMENTS: (&str, &str, &str) = ("core.rukpak.io", "v1alpha1", "BundleDeployment");
 /// The example operator's namespace, and the label its objects carry.
@@ -377,6 +380,8 @@ async fn main() -> Result<()> {
         "image.tag=demo".to_owned(),
         format!("catalogd.extraArgs[0]={insecure}"),
         format!("provisioner.extraArgs[0]={insecure}"),
+        // Catalog content in the Kubernetes API (`kubectl get packages`, step 6).
+        "catalogApi.enabled=true".to_owned(),
     ];
     command(&format!(
         "helm install olm charts/olm {}",
@@ -432,7 +437,7 @@ async fn main() -> Result<()> {
     apply_docs(&client, &[catalog]).await?;
     command("kubectl wait catalog/example-operator-index --for=condition=Unpacked");
     let catalogs: Api<Catalog> = Api::all(client.clone());
-    let served = wait::wait_for(
+    wait::wait_for(
         &catalogs,
         "example-operator-index",
         "Unpacked=True",
@@ -446,27 +451,62 @@ async fn main() -> Result<()> {
     println!("catalog.catalogd.operatorframework.io/example-operator-index condition met");
     get(&client, CATALOGS, None, None).await?;
 
-    step(6, "Query the metadata catalogd serves");
-    let content_url = served
-        .status
-        .and_then(|s| s.content_url)
-        .context("the served catalog has no contentURL")?;
+    step(6, "Browse the catalog's content through the Kubernetes API");
     println!(
-        "Its contentURL is {content_url}:\ncatalogd's Service, by name inside the cluster; from this machine, by its ClusterIP:"
+        "catalogd serves what it unpacked as read-only objects (catalogs.olm-rs.io), through the\nAPI server: from this machine, outside the cluster's network, with RBAC saying who may read:"
     );
-    let service = service_url(&client, "http", "catalogd").await?;
-    let path = content_url
-        .split_once(".svc:")
-        .and_then(|(_, rest)| rest.split_once('/'))
-        .map(|(_, path)| format!("/{path}"))
-        .context("a contentURL not of catalogd's Service")?;
-    let url = format!("{service}{path}");
-    let metas = url.replace(
-        "/all.json",
-        "/api/v1/metas?schema=olm.bundle&package=example-operator",
-    );
-    command(&format!("curl '{metas}'"));
-    print!("{}", reqwest::get(&metas).await?.text().await?);
+    command("kubectl wait apiservice v1alpha1.catalogs.olm-rs.io --for=condition=Available");
+    let apiservices: Api<APIService> = Api::all(client.clone());
+    wait::wait_for(
+        &apiservices,
+        "v1alpha1.catalogs.olm-rs.io",
+        "Available",
+        WAIT,
+        |a| {
+            a.and_then(|a| a.status.as_ref())
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|cs| {
+                    cs.iter()
+                        .any(|c| c.type_ == "Available" && c.status == "True")
+                })
+        },
+    )
+    .await?;
+    println!("apiservice.apiregistration.k8s.io/v1alpha1.catalogs.olm-rs.io condition met");
+    // Either catalogd replica may answer: the follower has copied the leader's content once
+    // the package shows.
+    let packages = (CATALOG_API, "v1alpha1", "Package");
+    let (resource, _) = kube::discovery::pinned_kind(
+        &client,
+        &kube::api::GroupVersionKind::gvk(packages.0, packages.1, packages.2),
+    )
+    .await?;
+    let deadline = std::time::Instant::now() + WAIT;
+    while !olm_e2e::table::get_table_selected(&client, &resource, None, None)
+        .await?
+        .contains("example-operator")
+    {
+        anyhow::ensure!(
+            std::time::Instant::now() < deadline,
+            "the package never showed in kubectl get packages"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    get(&client, packages, None, None).await?;
+    get(
+        &client,
+        (CATALOG_API, "v1alpha1", "Channel"),
+        None,
+        Some("package=example-operator"),
+    )
+    .await?;
+    get(
+        &client,
+        (CATALOG_API, "v1alpha1", "Bundle"),
+        None,
+        Some("package=example-operator"),
+    )
+    .await?;
 
     step(
         7,
@@ -630,8 +670,8 @@ async fn main() -> Result<()> {
     .await?;
     command(&format!("kubectl get namespace {OPERATOR_NS}"));
     println!("Error from server (NotFound): namespaces \"{OPERATOR_NS}\" not found");
-    command(&format!("curl -s -o /dev/null -w '%{{http_code}}' {url}"));
-    println!("{}", reqwest::get(&url).await?.status().as_u16());
+    // The catalogs' content went with them.
+    get(&client, (CATALOG_API, "v1alpha1", "Package"), None, None).await?;
 
     step(13, "Uninstall olm-rs");
     command("kubectl delete clusterrolebinding olm-demo-metrics-reader");

@@ -11,7 +11,8 @@ use std::time::Duration;
 use catalogd_api::authn::{CONFIG_MAP, CONFIG_MAP_NAMESPACE, RequestHeader};
 use catalogd_api::listener::ProxyVerifier;
 use catalogd_api::review::Reviewer;
-use catalogd_api::server::{ApiState, router};
+use catalogd_api::server::router;
+use catalogd_api::state::ApiState;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use olm_runtime::ReadinessHandle;
@@ -20,8 +21,8 @@ use olm_runtime::metrics::register;
 use rustls::crypto::CryptoProvider;
 use tokio::task::JoinHandle;
 
+use super::Error;
 use crate::args::Args;
-use crate::manager::Error;
 use crate::store::Store;
 
 /// How often the API server's authentication settings are read again.
@@ -52,12 +53,9 @@ pub async fn start(
         .catalog_api_tls_cert_file
         .as_deref()
         .zip(args.catalog_api_tls_key_file.as_deref());
-    let tls = olm_runtime::tls::server_config_verifying(
-        files,
-        &["catalogd-api"],
-        Some(verifier.clone()),
-    )
-    .map_err(Error::Tls)?;
+    let tls =
+        olm_runtime::tls::server_config_verifying(files, &["catalogd-api"], Some(verifier.clone()))
+            .map_err(Error::Tls)?;
     let requests = register(
         &ctx.metrics.registry,
         prometheus::IntCounterVec::new(
@@ -86,12 +84,16 @@ pub async fn start(
                             .write()
                             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(config);
                     }
-                    Err(error) => tracing::warn!(%error, "the API server's front-proxy CA is not usable"),
+                    Err(error) => {
+                        tracing::warn!(%error, "the API server's front-proxy CA is not usable")
+                    }
                 },
                 Ok(None) => tracing::warn!(
                     "{CONFIG_MAP_NAMESPACE}/{CONFIG_MAP} has no requestheader-client-ca-file: the API server has no front proxy, so only bearer tokens reach the catalog API"
                 ),
-                Err(error) => tracing::warn!(%error, "cannot read {CONFIG_MAP_NAMESPACE}/{CONFIG_MAP}"),
+                Err(error) => {
+                    tracing::warn!(%error, "cannot read {CONFIG_MAP_NAMESPACE}/{CONFIG_MAP}")
+                }
             }
             tokio::select! {
                 () = shutdown.cancelled() => return,
