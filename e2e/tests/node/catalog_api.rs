@@ -57,6 +57,20 @@ async fn kubectl_until(args: &[&str], what: &str, done: impl Fn(&str) -> bool) -
     }
 }
 
+/// The example package with 0.1.0 and 0.2.0 in its channel, 0.1.0 deprecated.
+fn two_versions() -> String {
+    let bundle = |v: &str| {
+        format!(
+            "---\nschema: olm.bundle\nname: example-operator.v{v}\npackage: example-operator\nimage: quay.io/olmtest/example-operator-bundle:v{v}\nproperties:\n- type: olm.package\n  value:\n    packageName: example-operator\n    version: {v}\n"
+        )
+    };
+    format!(
+        "---\nschema: olm.package\nname: example-operator\ndefaultChannel: stable\n---\nschema: olm.channel\nname: stable\npackage: example-operator\nentries:\n- name: example-operator.v0.1.0\n- name: example-operator.v0.2.0\n  replaces: example-operator.v0.1.0\n{}{}---\nschema: olm.deprecations\npackage: example-operator\nentries:\n- reference:\n    schema: olm.bundle\n    name: example-operator.v0.1.0\n  message: use 0.2.0\n",
+        bundle("0.1.0"),
+        bundle("0.2.0")
+    )
+}
+
 /// A kubeconfig for the cluster that authenticates with `token` only.
 fn token_kubeconfig(dir: &std::path::Path, token: &str) -> std::path::PathBuf {
     let cluster = olm_e2e::cluster::cluster().unwrap();
@@ -188,9 +202,7 @@ async fn catalog_content_is_read_through_the_api_server_and_a_catalogd_restart_b
     });
     // The watch is established before the content moves: give kubectl its list and watch.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    put_catalog_configmap(&ctx, &cm, &example_catalog("0.2.0"))
-        .await
-        .unwrap();
+    put_catalog_configmap(&ctx, &cm, &two_versions()).await.unwrap();
     let old = unpacked.status.and_then(|s| s.content_hash);
     wait_unpacked(&catalogs, &name, old.as_deref())
         .await
@@ -208,6 +220,27 @@ async fn catalog_content_is_read_through_the_api_server_and_a_catalogd_restart_b
     }
     let _ = watch.kill();
     let _ = watch.wait();
+
+    // Pages: kubectl follows continue tokens one object at a time; a deprecation shows.
+    let paged = kubectl_until(
+        &["get", "bundles", "-l", &by_catalog, "--chunk-size=1", "-o", "name"],
+        "both bundles",
+        |o| o.lines().count() == 2,
+    )
+    .await;
+    assert!(paged.contains("v0.1.0") && paged.contains("v0.2.0"), "{paged}");
+    let path = format!(
+        "/apis/catalogs.olm-rs.io/v1alpha1/bundles?limit=1&labelSelector=catalog%3D{name}"
+    );
+    let first: serde_json::Value =
+        serde_json::from_str(&kubectl(&["get", "--raw", &path]).unwrap()).unwrap();
+    assert_eq!(first["items"].as_array().unwrap().len(), 1, "{first}");
+    assert!(first["metadata"]["continue"].as_str().is_some_and(|c| !c.is_empty()));
+    let deprecated = kubectl(&["get", "bundles", "-l", &selector]).unwrap();
+    let old_row = deprecated.lines().find(|l| l.contains("v0.1.0")).unwrap();
+    assert!(old_row.contains("True"), "{deprecated}");
+    let metas = kubectl(&["get", "metas", "-l", &by_catalog]).unwrap();
+    assert!(metas.contains("olm.deprecations"), "{metas}");
 
     // The leader's Pod deleted while kubectl api-resources and namespace deletions run.
     let stop = Arc::new(AtomicBool::new(false));
