@@ -31,11 +31,12 @@ pub struct Served {
 }
 
 impl Served {
-    /// Where its objects come from.
-    pub fn origin(&self) -> Origin<'_> {
+    /// Where its objects come from, when `version` is served.
+    pub fn origin<'a>(&'a self, version: &'a str) -> Origin<'a> {
         Origin {
             hash: &self.opened.stored.hash,
             created: &self.created,
+            version,
         }
     }
 
@@ -108,9 +109,13 @@ impl Read for At<'_> {
     }
 }
 
-/// Summaries by catalog, each for the content hash it was made from.
+/// Summaries by catalog, each for the content hash it was made from. One is worked out at a
+/// time (`working`), so concurrent requests for new content parse it once.
 #[derive(Debug, Default)]
-pub struct Summaries(Mutex<HashMap<String, (String, Arc<Summary>)>>);
+pub struct Summaries {
+    made: Mutex<HashMap<String, (String, Arc<Summary>)>>,
+    working: Mutex<()>,
+}
 
 impl Summaries {
     /// The summary of `served`, worked out now if its content is new.
@@ -120,10 +125,18 @@ impl Summaries {
     /// When the content cannot be read.
     pub fn of(&self, served: &Served) -> std::io::Result<Arc<Summary>> {
         let hash = &served.opened.stored.hash;
-        if let Some((h, s)) = self.lock().get(&served.catalog)
-            && h == hash
-        {
-            return Ok(s.clone());
+        let cached = || {
+            self.lock()
+                .get(&served.catalog)
+                .filter(|(h, _)| h == hash)
+                .map(|(_, s)| s.clone())
+        };
+        if let Some(summary) = cached() {
+            return Ok(summary);
+        }
+        let _working = self.working.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(summary) = cached() {
+            return Ok(summary);
         }
         let reader = BufReader::with_capacity(
             1 << 16,
@@ -145,6 +158,6 @@ impl Summaries {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, Arc<Summary>)>> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        self.made.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

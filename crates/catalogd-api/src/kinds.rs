@@ -257,7 +257,7 @@ impl Item {
 
 /// The items of `kind` in one catalog's index, named, in file order.
 pub fn items(kind: Kind, catalog: &str, index: &catalogd_store::store::Index) -> Vec<Item> {
-    // Metas of one (schema, package, name) may repeat: the second gets "#1" in its name.
+    // Metas of one (schema, package, name) may repeat: the later ones get hashed names.
     let mut seen: std::collections::HashMap<(&str, &str, &str), usize> =
         std::collections::HashMap::new();
     let mut out = Vec::new();
@@ -279,13 +279,23 @@ pub fn items(kind: Kind, catalog: &str, index: &catalogd_store::store::Index) ->
                 let n = seen
                     .entry((entry.schema, entry.package, entry.name))
                     .or_default();
-                let ordinal = n.to_string();
+                let ordinal = *n;
                 *n += 1;
-                let mut parts = vec![catalog, entry.schema, entry.package, entry.name];
-                if ordinal != "0" {
-                    parts.push(&ordinal);
+                let parts = [catalog, entry.schema, entry.package, entry.name];
+                if ordinal == 0 {
+                    crate::names::derive(&parts)
+                } else {
+                    // The second of the same tuple: hashed with its ordinal, so it can never
+                    // take a name a plain tuple (a blob named `bar.1`, say) has.
+                    let ordinal = ordinal.to_string();
+                    crate::names::hashed(&[
+                        catalog,
+                        entry.schema,
+                        entry.package,
+                        entry.name,
+                        ordinal.as_str(),
+                    ])
                 }
-                crate::names::derive(&parts)
             }
         };
         out.push(Item {
@@ -299,4 +309,42 @@ pub fn items(kind: Kind, catalog: &str, index: &catalogd_store::store::Index) ->
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use catalogd_store::store::IndexBuilder;
+
+    fn index(lines: &[(&str, &str, &str)]) -> catalogd_store::store::Index {
+        let mut b = IndexBuilder::new();
+        for (schema, package, name) in lines {
+            b.push(schema, package, name, 10).unwrap();
+        }
+        b.finish()
+    }
+
+    #[test]
+    fn every_item_of_a_kind_has_a_name_of_its_own() {
+        // A blob repeated in a schema of one's own, beside one named like its ordinal.
+        let idx = index(&[
+            ("example", "foo", "bar"),
+            ("example", "foo", "bar"),
+            ("example", "foo", "bar.1"),
+            ("olm.package", "", "foo"),
+            ("olm.bundle", "foo", "foo.v1"),
+        ]);
+        let metas = items(Kind::Meta, "cat", &idx);
+        let names: std::collections::BTreeSet<&str> =
+            metas.iter().map(|i| i.object.as_str()).collect();
+        assert_eq!(metas.len(), 3);
+        assert_eq!(names.len(), 3, "{names:?}");
+        assert!(names.contains("cat.example.foo.bar.1"));
+        let bundles = items(Kind::Bundle, "cat", &idx);
+        assert_eq!(bundles[0].object, "cat.foo.foo.v1");
+        assert_eq!(bundles[0].labels()["package"], "foo");
+        let packages = items(Kind::Package, "cat", &idx);
+        assert_eq!(packages[0].package, "foo");
+        assert_eq!(packages[0].field("spec.schema"), Some("olm.package"));
+    }
 }

@@ -65,6 +65,15 @@ impl ProxyVerifier {
         Ok(())
     }
 
+    /// Trusts no client certificate from now on (the API server no longer names a front
+    /// proxy).
+    pub fn clear(&self) {
+        *self
+            .current
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    }
+
     fn verifier(&self) -> Option<Arc<dyn ClientCertVerifier>> {
         self.current
             .read()

@@ -59,8 +59,8 @@ pub fn derive(parts: &[&str]) -> String {
     hashed(parts)
 }
 
-/// The hashed form of `parts`.
-fn hashed(parts: &[&str]) -> String {
+/// The hashed form of `parts` (always a single DNS label).
+pub fn hashed(parts: &[&str]) -> String {
     let mut digest = Sha256::new();
     for part in parts {
         // Lengths first, so ("ab", "c") and ("a", "bc") hash apart.

@@ -18,6 +18,10 @@ pub struct Origin<'a> {
     pub hash: &'a str,
     /// When that content was first stored, RFC 3339.
     pub created: &'a str,
+    /// The resourceVersion of everything served now ([`crate::content::version`]): every
+    /// object carries it, so a client that resumes a watch from the last object it saw
+    /// resumes from a version the server knows.
+    pub version: &'a str,
 }
 
 /// The object's `metadata`.
@@ -30,15 +34,10 @@ pub fn metadata(item: &Item, origin: Origin<'_>) -> Value {
     json!({
         "name": item.object,
         "uid": uid(&item.object, origin.hash),
-        "resourceVersion": resource_version(origin.hash),
+        "resourceVersion": origin.version,
         "creationTimestamp": origin.created,
         "labels": labels,
     })
-}
-
-/// An object's resourceVersion: its content's, so it changes exactly when the content does.
-pub fn resource_version(hash: &str) -> String {
-    hash.get(..16).unwrap_or(hash).to_owned()
 }
 
 /// A uid that is the same for the same object of the same content.
@@ -127,6 +126,7 @@ mod tests {
         let origin = Origin {
             hash: "0123456789abcdef0123",
             created: "2026-01-01T00:00:00Z",
+            version: "0123456789abcdef",
         };
         let light = object(Kind::Bundle, &item(), origin, BLOB, false);
         assert_eq!(

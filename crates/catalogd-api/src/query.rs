@@ -65,10 +65,11 @@ impl Query {
             if catalog.is_some_and(|c| c != s.catalog) {
                 continue;
             }
-            // A plain name starts with its catalog and a dot; a hashed one with its catalog's
-            // characters made dashes. Either way, it starts with the catalog's first label.
-            let first = s.catalog.split('.').next().unwrap_or_default();
-            if name.is_some_and(|n| !n.starts_with(first)) {
+            // A plain name (it has a dot) starts with its catalog, which then has no dot; a
+            // hashed one (no dot) may be any catalog's.
+            if let Some((first, _)) = name.and_then(|n| n.split_once('.'))
+                && first != s.catalog
+            {
                 continue;
             }
             for item in items(self.kind, &s.catalog, &s.index) {
@@ -99,7 +100,7 @@ pub enum Form {
     },
 }
 
-/// One item, as `form` says: an object or a Table row.
+/// One item, as `form` says: an object or a Table row, when `version` is served.
 ///
 /// # Errors
 ///
@@ -110,8 +111,9 @@ pub fn write(
     item: &Item,
     form: Form,
     summaries: &Summaries,
+    version: &str,
 ) -> std::io::Result<Value> {
-    let origin = served.origin();
+    let origin = served.origin(version);
     let whole = |full| -> std::io::Result<Value> {
         let blob = served.blob(item.offset, item.length)?;
         Ok(object(kind, item, origin, &blob, full))
@@ -135,17 +137,21 @@ pub fn write(
     }
 }
 
-/// A list of written items.
-pub fn list(
-    kind: Kind,
-    form: Form,
-    written: Vec<Value>,
-    version: &str,
-    next: Option<&str>,
-) -> Value {
-    match form {
+/// Stands for the items in [`envelope`]'s text.
+const ITEMS: &str = "\"@@items@@\"";
+
+/// The text of a list around its items: what comes before the `[` that opens them, and after
+/// the `]` that closes them. The items are written between, one at a time, so a list never
+/// holds more than its text and one object.
+pub fn envelope(kind: Kind, form: Form, version: &str, next: Option<&str>) -> (String, String) {
+    let placeholder = json!("@@items@@");
+    let whole = match form {
         Form::Table { version: v, .. } => {
-            table::table(v, Some(table::columns(kind)), written, version, next)
+            let mut t = table::table(v, Some(table::columns(kind)), Vec::new(), version, next);
+            if let Some(o) = t.as_object_mut() {
+                o.insert("rows".into(), placeholder);
+            }
+            t
         }
         Form::Objects { .. } => {
             let mut metadata = json!({ "resourceVersion": version });
@@ -156,8 +162,37 @@ pub fn list(
                 "apiVersion": API_VERSION,
                 "kind": format!("{}List", kind.kind()),
                 "metadata": metadata,
-                "items": written,
+                "items": placeholder,
             })
         }
+    }
+    .to_string();
+    match whole.split_once(ITEMS) {
+        Some((head, tail)) => (head.to_owned(), tail.to_owned()),
+        None => (whole, String::new()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_list_written_item_by_item_is_the_list() {
+        let (head, tail) = envelope(Kind::Bundle, Form::Objects { full: false }, "v1", Some("t"));
+        let text = format!("{head}[{{\"a\":1}},{{\"b\":2}}]{tail}");
+        let parsed: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(parsed["kind"], "BundleList");
+        assert_eq!(parsed["metadata"]["continue"], "t");
+        assert_eq!(parsed["items"].as_array().unwrap().len(), 2);
+        let form = Form::Table {
+            version: "meta.k8s.io/v1",
+            include: Include::Metadata,
+        };
+        let (head, tail) = envelope(Kind::Package, form, "v1", None);
+        let parsed: Value = serde_json::from_str(&format!("{head}[]{tail}")).unwrap();
+        assert_eq!(parsed["kind"], "Table");
+        assert!(parsed["columnDefinitions"].is_array());
+        assert_eq!(parsed["rows"], json!([]));
     }
 }

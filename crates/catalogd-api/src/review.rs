@@ -1,7 +1,9 @@
 //! Asking the API server: TokenReview (who a bearer token is) and SubjectAccessReview (may
 //! this user get, list or watch this resource), so ordinary RBAC says who may browse. Answers
 //! are cached for ten seconds (the API server's own delegated-authorization default), refusals
-//! and allowances alike, and at most [`MAX_REVIEWS`] reviews are under way at once.
+//! and allowances alike. At most [`MAX_REVIEWS`] access reviews are under way at once, and
+//! apart from them at most [`MAX_REVIEWS`] token reviews, past which a new token is answered
+//! 429 at once: a flood of made-up tokens never queues the front proxy's users behind it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -54,13 +56,32 @@ pub struct Reviewer {
     client: kube::Client,
     tokens: Arc<Cache<String, Option<User>>>,
     access: Arc<Cache<Question, Access>>,
-    running: Arc<Semaphore>,
+    token_reviews: Arc<Semaphore>,
+    access_reviews: Arc<Semaphore>,
 }
 
 /// Why a review could not be made.
 #[derive(Debug, thiserror::Error)]
-#[error("asking the API server: {0}")]
-pub struct ReviewError(#[from] kube::Error);
+pub enum ReviewError {
+    /// The API server did not answer.
+    #[error("asking the API server: {0}")]
+    Api(#[from] kube::Error),
+    /// Too many new tokens at once.
+    #[error("{MAX_REVIEWS} token reviews are under way")]
+    Throttled,
+}
+
+impl ReviewError {
+    /// The answer to the request: 429 when throttled, else 503 saying `what`.
+    pub fn failure(&self, what: &str) -> crate::status::Failure {
+        match self {
+            ReviewError::Throttled => {
+                crate::status::Failure::too_many("too many new tokens to review at once; retry")
+            }
+            ReviewError::Api(_) => crate::status::Failure::unavailable(what),
+        }
+    }
+}
 
 impl Reviewer {
     /// Reviews with `client` (catalogd's ServiceAccount, bound to `system:auth-delegator`).
@@ -69,7 +90,8 @@ impl Reviewer {
             client,
             tokens: Arc::default(),
             access: Arc::default(),
-            running: Arc::new(Semaphore::new(MAX_REVIEWS)),
+            token_reviews: Arc::new(Semaphore::new(MAX_REVIEWS)),
+            access_reviews: Arc::new(Semaphore::new(MAX_REVIEWS)),
         }
     }
 
@@ -83,7 +105,10 @@ impl Reviewer {
         if let Some(user) = cached(&self.tokens, &key) {
             return Ok(user);
         }
-        let _permit = self.running.acquire().await.ok();
+        let _permit = self
+            .token_reviews
+            .try_acquire()
+            .map_err(|_| ReviewError::Throttled)?;
         let review = TokenReview {
             spec: TokenReviewSpec {
                 token: Some(token.to_owned()),
@@ -119,7 +144,7 @@ impl Reviewer {
         if let Some(access) = cached(&self.access, question) {
             return Ok(access);
         }
-        let _permit = self.running.acquire().await.ok();
+        let _permit = self.access_reviews.acquire().await.ok();
         let user = &question.user;
         let review = SubjectAccessReview {
             spec: SubjectAccessReviewSpec {

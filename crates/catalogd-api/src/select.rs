@@ -139,6 +139,11 @@ fn requirement(term: &str) -> Result<Requirement, String> {
             .strip_prefix('(')
             .and_then(|l| l.strip_suffix(')'))
             .ok_or_else(|| format!("{term:?}: expected a parenthesised list of values"))?;
+        if list.trim().is_empty() {
+            return Err(format!(
+                "{term:?}: for 'in' and 'notin', a set of values is required"
+            ));
+        }
         let values = list
             .split(',')
             .map(|v| value_of(v.trim()))
@@ -221,13 +226,7 @@ pub fn fields(text: &str, supported: &[&str]) -> Result<FieldSelector, String> {
         if term.trim().is_empty() {
             continue;
         }
-        let (field, value, negate) = if let Some((f, v)) = split_op(&term, "!=") {
-            (f, v, true)
-        } else if let Some((f, v)) = split_op(&term, "==") {
-            (f, v, false)
-        } else if let Some((f, v)) = split_op(&term, "=") {
-            (f, v, false)
-        } else {
+        let Some((field, value, negate)) = split_op(&term) else {
             return Err(format!(
                 "invalid selector: '{text}'; can't understand '{term}'"
             ));
@@ -265,8 +264,9 @@ fn split_unescaped(text: &str, sep: char) -> Vec<String> {
     parts
 }
 
-/// The first unescaped `op` splits field from value.
-fn split_op<'a>(term: &'a str, op: &str) -> Option<(&'a str, &'a str)> {
+/// The leftmost unescaped operator (`!=`, `==` or `=`) splits field from value, as the API
+/// server reads it; whether it is `!=`.
+fn split_op(term: &str) -> Option<(&str, &str, bool)> {
     let mut escaped = false;
     for (i, c) in term.char_indices() {
         if escaped {
@@ -277,8 +277,10 @@ fn split_op<'a>(term: &'a str, op: &str) -> Option<(&'a str, &'a str)> {
             escaped = true;
             continue;
         }
-        if term[i..].starts_with(op) {
-            return Some((&term[..i], &term[i + op.len()..]));
+        for (op, negate) in [("!=", true), ("==", false), ("=", false)] {
+            if term[i..].starts_with(op) {
+                return Some((&term[..i], &term[i + op.len()..], negate));
+            }
         }
     }
     None
@@ -340,7 +342,15 @@ mod tests {
 
     #[test]
     fn bad_label_selectors_are_refused() {
-        for selector in ["package in (a", "x=(", "a b c", "x>1", "=x", "p=-bad-"] {
+        for selector in [
+            "package in (a",
+            "x=(",
+            "a b c",
+            "x>1",
+            "=x",
+            "p=-bad-",
+            "p in ()",
+        ] {
             assert!(super::labels(selector).is_err(), "{selector}");
         }
     }
@@ -365,6 +375,10 @@ mod tests {
             Err("field label not supported: spec.icon".into())
         );
         assert!(fields("nonsense", &supported).is_err());
+        // The leftmost operator splits: the value is "a!=b".
+        let leftmost = fields("spec.package=a!=b", &supported).unwrap();
+        assert_eq!(leftmost.0[0].value, "a!=b");
+        assert!(!leftmost.0[0].negate);
     }
 
     proptest! {

@@ -17,12 +17,15 @@ use crate::discovery;
 use crate::kinds::{GROUP, Kind, VERSION};
 use crate::listener::Peer;
 use crate::page::{Continue, TokenError, page};
-use crate::query::{Form, Query, list, write};
+use crate::query::{Form, Query, envelope, write};
 use crate::review::{Access, Question};
 use crate::state::ApiState;
 use crate::status::Failure;
 use crate::table::{self, Include};
 use crate::watch;
+
+/// The largest page of a list with `content=full` (every manifest of every bundle).
+pub const MAX_FULL_PAGE: usize = 500;
 
 /// The router of the API.
 pub fn router(state: ApiState) -> Router {
@@ -173,9 +176,7 @@ async fn admit(
         )),
         Err(error) => {
             tracing::warn!(%error, "could not review access");
-            Err(Failure::unavailable(
-                "could not check access with the API server",
-            ))
+            Err(error.failure("could not check access with the API server"))
         }
     }
 }
@@ -229,13 +230,30 @@ async fn collection(
         )
         .map_err(Failure::bad_request)?;
         if watching {
-            return watch::start(&state, query, form, &params);
+            let permit = state.watches.clone().try_acquire_owned().map_err(|_| {
+                Failure::too_many(format!(
+                    "more than {} watches of catalog content are open",
+                    crate::state::MAX_WATCHES
+                ))
+            })?;
+            return watch::start(&state, query, form, &params, permit);
         }
         let limit = match params.get("limit").map(|l| l.parse::<usize>()) {
             None => 0,
             Some(Ok(l)) => l,
             Some(Err(_)) => return Err(Failure::bad_request("limit must be a number")),
         };
+        if matches!(form, Form::Objects { full: true }) && !(1..=MAX_FULL_PAGE).contains(&limit) {
+            return Err(Failure::bad_request(format!(
+                "a list with content=full carries every manifest: ask for pages, limit between 1 and {MAX_FULL_PAGE}"
+            )));
+        }
+        let _permit = state.lists.clone().try_acquire_owned().map_err(|_| {
+            Failure::too_many(format!(
+                "more than {} lists of catalog content are under way",
+                crate::state::MAX_LISTS
+            ))
+        })?;
         let token = params.get("continue").filter(|c| !c.is_empty()).cloned();
         let state2 = state.clone();
         run_blocking(move || list_now(&state2, &query, form, limit, token.as_deref())).await
@@ -268,16 +286,30 @@ fn list_now(
     };
     let items = query.items(&served);
     let (items, next) = page(items, |(_, i)| &i.object, after.as_deref(), limit, &rv);
-    let mut written = Vec::with_capacity(items.len());
-    for (at, item) in &items {
+    // Written into the body one object at a time: a page of 10,000 bundles holds its text,
+    // never all its objects at once.
+    let (head, tail) = envelope(query.kind, form, &rv, next.as_deref());
+    let mut body = Vec::with_capacity(head.len() + tail.len() + 2);
+    body.extend_from_slice(head.as_bytes());
+    body.push(b'[');
+    for (n, (at, item)) in items.iter().enumerate() {
         let s = &served[*at];
-        written.push(
-            write(query.kind, s, item, form, &state.summaries)
-                .map_err(|e| Failure::internal(format!("reading {}: {e}", s.catalog)))?,
-        );
+        let written = write(query.kind, s, item, form, &state.summaries, &rv)
+            .map_err(|e| Failure::internal(format!("reading {}: {e}", s.catalog)))?;
+        if n > 0 {
+            body.push(b',');
+        }
+        serde_json::to_writer(&mut body, &written)
+            .map_err(|e| Failure::internal(format!("writing the list: {e}")))?;
     }
-    let body = list(query.kind, form, written, &rv, next.as_deref());
-    Ok(json(&body, "application/json"))
+    body.push(b']');
+    body.extend_from_slice(tail.as_bytes());
+    let mut response = body.into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    Ok(response)
 }
 
 async fn one(
@@ -294,19 +326,20 @@ async fn one(
         let state2 = state.clone();
         run_blocking(move || {
             let served = served(&state2.store).map_err(|e| Failure::internal(e.to_string()))?;
+            let rv = version(&served);
             let query = Query::named(kind, &name);
             let Some((at, item)) = query.items(&served).into_iter().next() else {
                 return Err(Failure::not_found(kind.resource(), &name));
             };
             let s = &served[at];
-            let written = write(kind, s, &item, form, &state2.summaries)
+            let written = write(kind, s, &item, form, &state2.summaries, &rv)
                 .map_err(|e| Failure::internal(format!("reading {}: {e}", s.catalog)))?;
             let body = match form {
                 Form::Table { version, .. } => table::table(
                     version,
                     Some(table::columns(kind)),
                     vec![written],
-                    &version_of(s),
+                    &rv,
                     None,
                 ),
                 Form::Objects { .. } => written,
@@ -317,10 +350,6 @@ async fn one(
     }
     .await;
     finish(&state, &resource, "get", result)
-}
-
-fn version_of(s: &crate::content::Served) -> String {
-    crate::objects::resource_version(&s.opened.stored.hash)
 }
 
 async fn run_blocking<F>(f: F) -> Result<Response, Failure>

@@ -3,6 +3,8 @@
 
 use std::sync::{Arc, RwLock};
 
+use tokio::sync::Semaphore;
+
 use axum::http::StatusCode;
 use catalogd_store::store::Store;
 
@@ -22,7 +24,16 @@ pub struct ApiState {
     pub(crate) reviewer: Reviewer,
     pub(crate) ready: Ready,
     pub(crate) requests: Option<prometheus::IntCounterVec>,
+    /// Lists under way, at most [`MAX_LISTS`]: each holds one page's objects in memory.
+    pub(crate) lists: Arc<Semaphore>,
+    /// Open watches, at most [`MAX_WATCHES`]: each holds the names it was told of.
+    pub(crate) watches: Arc<Semaphore>,
 }
+
+/// Lists served at once; more are answered 429 (clients retry).
+pub const MAX_LISTS: usize = 8;
+/// Watches open at once; more are answered 429.
+pub const MAX_WATCHES: usize = 64;
 
 impl ApiState {
     /// The state of an API over `store`; `requests` counts requests by resource, verb and code.
@@ -39,6 +50,8 @@ impl ApiState {
             reviewer,
             ready,
             requests,
+            lists: Arc::new(Semaphore::new(MAX_LISTS)),
+            watches: Arc::new(Semaphore::new(MAX_WATCHES)),
         }
     }
 

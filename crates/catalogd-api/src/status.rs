@@ -95,12 +95,8 @@ impl Failure {
     }
 
     /// 429.
-    pub fn too_many() -> Self {
-        Self::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "TooManyRequests",
-            "too many new identities to review at once; retry",
-        )
+    pub fn too_many(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::TOO_MANY_REQUESTS, "TooManyRequests", message)
     }
 
     /// 503.

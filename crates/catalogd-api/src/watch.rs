@@ -1,12 +1,17 @@
 //! Watches: a stream of `ADDED`, `MODIFIED` and `DELETED` events, worked out again whenever
-//! the store says a catalog's content changed. An object's resourceVersion is its content's,
-//! so every object of a catalog moved to new content is `MODIFIED`, those it no longer has
-//! `DELETED`, its new ones `ADDED`; catalogs that did not change send nothing.
+//! the store says a catalog's content changed. Every object of a catalog moved to new content
+//! is `MODIFIED`, those it no longer has `DELETED`, its new ones `ADDED`; catalogs that did not
+//! change send nothing. Every object and event carries the resourceVersion of everything served
+//! at the time ([`crate::content::version`]), so a client resumes from the last one it saw.
 //!
 //! A watch from resourceVersion "" or "0" starts with an `ADDED` for every selected object; a
 //! watch from the resourceVersion of the content served now starts quiet; from any other, it
 //! sends one `ERROR` event with a 410 Status (the content it started from is gone; list again),
-//! as the API server does for a compacted one.
+//! as the API server does for a compacted one. With `sendInitialEvents=true` (client-go's
+//! watch-list, on by default since 1.35) it starts with an `ADDED` for every selected object
+//! whatever the resourceVersion, then a `BOOKMARK` annotated `k8s.io/initial-events-end`; with
+//! `allowWatchBookmarks=true` a `BOOKMARK` follows every round, so a resumed watch starts from
+//! the newest version.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -16,11 +21,10 @@ use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
 
 use crate::content::{served, version};
 use crate::kinds::{API_VERSION, Kind};
-use crate::objects::resource_version;
 use crate::query::{Form, Query, write};
 use crate::state::ApiState;
 use crate::status::Failure;
@@ -28,9 +32,11 @@ use crate::table;
 
 /// The longest a watch lasts (clients watch again, as they do with the API server's).
 const MAX_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// The annotation of the bookmark that ends a watch-list's initial events.
+const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
 
-/// What a watcher has been told of each object: its resourceVersion, and for Tables the row
-/// (so a `DELETED` shows what went).
+/// What a watcher has been told of each object: the hash of its catalog's content, and for
+/// Tables its row without the object (so a `DELETED` shows what went).
 type Known = HashMap<String, (String, Option<Value>)>;
 
 /// One event, as a line.
@@ -38,6 +44,18 @@ fn event(kind: &str, object: &Value) -> Bytes {
     let mut line = json!({ "type": kind, "object": object }).to_string();
     line.push('\n');
     Bytes::from(line)
+}
+
+/// A `BOOKMARK` at `rv`; `initial_end`: the one that ends a watch-list's initial events.
+fn bookmark(kind: Kind, rv: &str, initial_end: bool) -> Bytes {
+    let mut metadata = json!({ "resourceVersion": rv });
+    if initial_end && let Some(m) = metadata.as_object_mut() {
+        m.insert("annotations".into(), json!({ INITIAL_EVENTS_END: "true" }));
+    }
+    event(
+        "BOOKMARK",
+        &json!({"apiVersion": API_VERSION, "kind": kind.kind(), "metadata": metadata}),
+    )
 }
 
 /// An event's object: the written item itself, or a Table of its one row.
@@ -50,12 +68,14 @@ fn wrap(kind: Kind, form: Form, written: Value, rv: &str) -> Value {
     }
 }
 
-/// Works out the events that bring `known` up to the content served now.
+/// Works out the events that bring `known` up to the content served now (`quiet`: only
+/// learns what is served, for a client that has it already).
 fn catch_up(
     state: &ApiState,
     query: &Query,
     form: Form,
     known: &mut Known,
+    quiet: bool,
 ) -> Result<(String, Vec<Bytes>), Failure> {
     let served = served(&state.store).map_err(|e| Failure::internal(e.to_string()))?;
     let rv = version(&served);
@@ -63,29 +83,44 @@ fn catch_up(
     let mut now = Known::new();
     for (at, item) in query.items(&served) {
         let s = &served[at];
-        let object_rv = resource_version(&s.opened.stored.hash);
+        let hash = s.opened.stored.hash.clone();
         let before = known.remove(&item.object);
         let kind = match before {
-            Some((old_rv, row)) if old_rv == object_rv => {
-                now.insert(item.object, (old_rv, row));
+            Some((old, row)) if old == hash => {
+                now.insert(item.object, (old, row));
                 continue;
             }
             Some(_) => "MODIFIED",
             None => "ADDED",
         };
-        let written = write(query.kind, s, &item, form, &state.summaries)
+        if quiet && matches!(form, Form::Objects { .. }) {
+            now.insert(item.object, (hash, None));
+            continue;
+        }
+        let written = write(query.kind, s, &item, form, &state.summaries, &rv)
             .map_err(|e| Failure::internal(format!("reading {}: {e}", s.catalog)))?;
-        let row = matches!(form, Form::Table { .. }).then(|| written.clone());
-        lines.push(event(kind, &wrap(query.kind, form, written, &object_rv)));
-        now.insert(item.object, (object_rv, row));
+        let row = match form {
+            Form::Table { .. } => {
+                let mut row = written.clone();
+                if let Some(r) = row.as_object_mut() {
+                    r.remove("object");
+                }
+                Some(row)
+            }
+            Form::Objects { .. } => None,
+        };
+        if !quiet {
+            lines.push(event(kind, &wrap(query.kind, form, written, &rv)));
+        }
+        now.insert(item.object, (hash, row));
     }
-    for (name, (old_rv, row)) in known.drain() {
+    for (name, (_, row)) in known.drain() {
         let object = match (form, row) {
-            (Form::Table { .. }, Some(row)) => wrap(query.kind, form, row, &old_rv),
+            (Form::Table { .. }, Some(row)) => wrap(query.kind, form, row, &rv),
             _ => json!({
                 "apiVersion": API_VERSION,
                 "kind": query.kind.kind(),
-                "metadata": {"name": name, "resourceVersion": old_rv},
+                "metadata": {"name": name, "resourceVersion": rv},
             }),
         };
         lines.push(event("DELETED", &object));
@@ -95,7 +130,7 @@ fn catch_up(
 }
 
 /// Starts a watch: the response streams events until the timeout, the client leaves, or
-/// catalogd stops.
+/// catalogd stops. `permit` is held while it streams.
 ///
 /// # Errors
 ///
@@ -105,10 +140,14 @@ pub fn start(
     query: Query,
     form: Form,
     params: &HashMap<String, String>,
+    permit: OwnedSemaphorePermit,
 ) -> Result<Response, Failure> {
     let from = params.get("resourceVersion").cloned().unwrap_or_default();
+    let flag = |name: &str| matches!(params.get(name).map(String::as_str), Some("true" | "1"));
+    let (initial_events, bookmarks) = (flag("sendInitialEvents"), flag("allowWatchBookmarks"));
     let timeout = match params.get("timeoutSeconds").map(|t| t.parse::<u64>()) {
-        None => MAX_TIMEOUT,
+        // 0 is "the server's default", as the API server reads it.
+        None | Some(Ok(0)) => MAX_TIMEOUT,
         Some(Ok(t)) => Duration::from_secs(t).min(MAX_TIMEOUT),
         Some(Err(_)) => return Err(Failure::bad_request("timeoutSeconds must be a number")),
     };
@@ -116,32 +155,41 @@ pub fn start(
     let state = state.clone();
     let mut changes = state.store.changes();
     changes.mark_unchanged();
+    let kind = query.kind;
     tokio::spawn(async move {
+        let _permit = permit;
         let deadline = tokio::time::Instant::now() + timeout;
         let mut known = Known::new();
-        let Some((rv, lines)) = round(&state, &query, form, &mut known, &tx).await else {
+        let send_all = initial_events || from.is_empty() || from == "0";
+        let Some((rv, lines)) = round(&state, &query, form, &mut known, !send_all, &tx).await
+        else {
             return;
         };
-        if from.is_empty() || from == "0" {
-            if !send(&tx, lines).await {
-                return;
-            }
-        } else if from != rv {
+        if !send_all && from != rv {
             let gone = Failure::expired(format!(
                 "too old resource version: {from} ({rv}): the catalogs' content changed since; list again"
             ));
             let _ = tx.send(event("ERROR", &gone.body())).await;
             return;
         }
-        // Started from what is served now: the client has it all already.
+        if !send(&tx, lines).await {
+            return;
+        }
+        if initial_events && tx.send(bookmark(kind, &rv, true)).await.is_err() {
+            return;
+        }
         loop {
             if !wait(&mut changes, &tx, deadline).await {
                 return;
             }
-            let Some((_, lines)) = round(&state, &query, form, &mut known, &tx).await else {
+            let Some((rv, lines)) = round(&state, &query, form, &mut known, false, &tx).await
+            else {
                 return;
             };
             if !send(&tx, lines).await {
+                return;
+            }
+            if bookmarks && tx.send(bookmark(kind, &rv, false)).await.is_err() {
                 return;
             }
         }
@@ -163,12 +211,13 @@ async fn round(
     query: &Query,
     form: Form,
     known: &mut Known,
+    quiet: bool,
     tx: &mpsc::Sender<Bytes>,
 ) -> Option<(String, Vec<Bytes>)> {
     let (state2, query2) = (state.clone(), query.clone());
     let mut taken = std::mem::take(known);
     let joined = tokio::task::spawn_blocking(move || {
-        let result = catch_up(&state2, &query2, form, &mut taken);
+        let result = catch_up(&state2, &query2, form, &mut taken, quiet);
         (result, taken)
     })
     .await;
@@ -208,5 +257,26 @@ async fn wait(
         changed = changes.changed() => changed.is_ok(),
         () = tx.closed() => false,
         () = tokio::time::sleep_until(deadline) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bookmark_that_ends_the_initial_events_is_annotated() {
+        let line = bookmark(Kind::Bundle, "abc", true);
+        let event: Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(event["type"], "BOOKMARK");
+        assert_eq!(event["object"]["metadata"]["resourceVersion"], "abc");
+        assert_eq!(
+            event["object"]["metadata"]["annotations"][INITIAL_EVENTS_END],
+            "true"
+        );
+        assert_eq!(event["object"]["kind"], "Bundle");
+        let plain: Value = serde_json::from_slice(&bookmark(Kind::Bundle, "abc", false)).unwrap();
+        assert!(plain["object"]["metadata"].get("annotations").is_none());
+        assert!(line.ends_with(b"\n"));
     }
 }

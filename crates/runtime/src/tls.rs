@@ -99,12 +99,19 @@ pub fn server_config_verifying(
     let builder = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(TlsError::Config)?;
+    let client_auth = verifier.is_some();
     let mut config = match verifier {
         Some(verifier) => builder.with_client_cert_verifier(verifier),
         None => builder.with_no_client_auth(),
     }
     .with_cert_resolver(resolver);
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    if client_auth {
+        // A resumed session keeps the client certificate it began with: with none, a CA the
+        // server stopped trusting stops counting at the next handshake.
+        config.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
+        config.send_tls13_tickets = 0;
+    }
     Ok(Arc::new(config))
 }
 

@@ -11,9 +11,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
-use kube::api::{Api, DeleteParams, PostParams};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, PostParams};
+use kube::runtime::watcher;
 use olm_e2e::catalogs::{
     example_catalog, put_catalog_configmap, unpacked_configmap_catalog, wait_unpacked,
 };
@@ -152,6 +154,39 @@ async fn catalog_content_is_read_through_the_api_server_and_a_catalogd_restart_b
         format!("bundle.catalogs.olm-rs.io/{bundle}")
     );
 
+    // client-go's watch-list (kube's streaming lists: sendInitialEvents) syncs: the initial
+    // events end with the bookmark such clients wait for.
+    let bundles_api: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("catalogs.olm-rs.io", "v1alpha1", "Bundle"),
+            "bundles",
+        ),
+    );
+    let config = watcher::Config::default()
+        .streaming_lists()
+        .labels(&by_catalog);
+    let mut events = watcher(bundles_api, config).boxed();
+    let synced = tokio::time::timeout(Duration::from_secs(60), async {
+        let mut seen = 0;
+        while let Some(event) = events.next().await {
+            match event {
+                Ok(watcher::Event::InitApply(_)) => seen += 1,
+                Ok(watcher::Event::InitDone) => return Ok(seen),
+                Err(e) => return Err(e.to_string()),
+                _ => {}
+            }
+        }
+        Err("the watch ended".to_owned())
+    })
+    .await;
+    assert_eq!(
+        synced,
+        Ok(Ok(1)),
+        "a streaming list of the catalog's one bundle"
+    );
+    drop(events);
+
     // A user without RBAC is refused by name.
     ctx.apply(&json!({"apiVersion": "v1", "kind": "ServiceAccount",
         "metadata": {"name": "browser", "namespace": ctx.namespace}}))
@@ -202,7 +237,9 @@ async fn catalog_content_is_read_through_the_api_server_and_a_catalogd_restart_b
     });
     // The watch is established before the content moves: give kubectl its list and watch.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    put_catalog_configmap(&ctx, &cm, &two_versions()).await.unwrap();
+    put_catalog_configmap(&ctx, &cm, &two_versions())
+        .await
+        .unwrap();
     let old = unpacked.status.and_then(|s| s.content_hash);
     wait_unpacked(&catalogs, &name, old.as_deref())
         .await
@@ -223,19 +260,33 @@ async fn catalog_content_is_read_through_the_api_server_and_a_catalogd_restart_b
 
     // Pages: kubectl follows continue tokens one object at a time; a deprecation shows.
     let paged = kubectl_until(
-        &["get", "bundles", "-l", &by_catalog, "--chunk-size=1", "-o", "name"],
+        &[
+            "get",
+            "bundles",
+            "-l",
+            &by_catalog,
+            "--chunk-size=1",
+            "-o",
+            "name",
+        ],
         "both bundles",
         |o| o.lines().count() == 2,
     )
     .await;
-    assert!(paged.contains("v0.1.0") && paged.contains("v0.2.0"), "{paged}");
-    let path = format!(
-        "/apis/catalogs.olm-rs.io/v1alpha1/bundles?limit=1&labelSelector=catalog%3D{name}"
+    assert!(
+        paged.contains("v0.1.0") && paged.contains("v0.2.0"),
+        "{paged}"
     );
+    let path =
+        format!("/apis/catalogs.olm-rs.io/v1alpha1/bundles?limit=1&labelSelector=catalog%3D{name}");
     let first: serde_json::Value =
         serde_json::from_str(&kubectl(&["get", "--raw", &path]).unwrap()).unwrap();
     assert_eq!(first["items"].as_array().unwrap().len(), 1, "{first}");
-    assert!(first["metadata"]["continue"].as_str().is_some_and(|c| !c.is_empty()));
+    assert!(
+        first["metadata"]["continue"]
+            .as_str()
+            .is_some_and(|c| !c.is_empty())
+    );
     let deprecated = kubectl(&["get", "bundles", "-l", &selector]).unwrap();
     let old_row = deprecated.lines().find(|l| l.contains("v0.1.0")).unwrap();
     assert!(old_row.contains("True"), "{deprecated}");

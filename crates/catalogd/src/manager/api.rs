@@ -85,12 +85,17 @@ pub async fn start(
                             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(config);
                     }
                     Err(error) => {
-                        tracing::warn!(%error, "the API server's front-proxy CA is not usable")
+                        withdraw(&verifier, &settings);
+                        tracing::warn!(%error, "the API server's front-proxy CA is not usable: no client certificate is trusted until it is");
                     }
                 },
-                Ok(None) => tracing::warn!(
-                    "{CONFIG_MAP_NAMESPACE}/{CONFIG_MAP} has no requestheader-client-ca-file: the API server has no front proxy, so only bearer tokens reach the catalog API"
-                ),
+                Ok(None) => {
+                    withdraw(&verifier, &settings);
+                    tracing::warn!(
+                        "{CONFIG_MAP_NAMESPACE}/{CONFIG_MAP} has no requestheader-client-ca-file: the API server has no front proxy, so only bearer tokens reach the catalog API"
+                    );
+                }
+                // The last settings read stay: the API server is down or the read refused.
                 Err(error) => {
                     tracing::warn!(%error, "cannot read {CONFIG_MAP_NAMESPACE}/{CONFIG_MAP}")
                 }
@@ -108,6 +113,14 @@ pub async fn start(
         tls,
         ctx.shutdown.clone(),
     ))))
+}
+
+/// Trusts no front proxy any longer: its CA and headers are gone from the API server's settings.
+fn withdraw(verifier: &ProxyVerifier, settings: &std::sync::RwLock<Option<RequestHeader>>) {
+    verifier.clear();
+    *settings
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
 }
 
 async fn read_settings(client: &kube::Client) -> Result<Option<RequestHeader>, String> {
