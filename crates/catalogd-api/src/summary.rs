@@ -270,6 +270,25 @@ fn deprecations(summary: &mut Summary, package: &str, blob: &serde_json::Map<Str
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Lines of any shape (the store validated them, but this reader must not rely on it)
+        /// are summarized or skipped, never a panic.
+        #[test]
+        fn any_lines_are_summarized_or_skipped(lines in proptest::collection::vec(
+            prop_oneof![
+                ".{0,40}".prop_map(|s| s),
+                Just(r#"{"schema":"olm.channel","package":"p","name":"c","entries":[{"name":"a","replaces":"a"},{"name":3}]}"#.to_owned()),
+                Just(r#"{"schema":"olm.bundle","package":"p","name":"a","properties":[{"type":"olm.bundle.object","value":{"data":"!!"}},{"type":"olm.package","value":{"version":7}}]}"#.to_owned()),
+                Just(r#"{"schema":"olm.deprecations","package":"p","entries":[{"reference":{"schema":"olm.channel"}}, 5]}"#.to_owned()),
+            ],
+            0..12,
+        )) {
+            let text = lines.join("\n");
+            let _ = summarize(text.as_bytes());
+        }
+    }
 
     const CONTENT: &str = r#"{"schema":"olm.package","name":"etcd","defaultChannel":"stable","icon":{"base64data":"AAAA","mediatype":"image/png"}}
 {"schema":"olm.channel","package":"etcd","name":"stable","entries":[{"name":"etcd.v0.9.0"},{"name":"etcd.v0.9.2","replaces":"etcd.v0.9.0"},{"name":"etcd.v0.9.4","replaces":"etcd.v0.9.2","skips":["etcd.v0.9.3"]}]}
