@@ -76,3 +76,26 @@ where
         last_state,
     }
 }
+
+/// Whether an APIService's `Available` condition is True.
+pub fn apiservice_available(
+    a: Option<&k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService>,
+) -> bool {
+    a.and_then(|a| a.status.as_ref())
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c.type_ == "Available" && c.status == "True")
+        })
+}
+
+/// Waits until the APIService `name` is Available (`kubectl wait apiservice NAME
+/// --for=condition=Available`).
+pub async fn wait_apiservice_available(
+    client: &kube::Client,
+    name: &str,
+    timeout: Duration,
+) -> Result<k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService> {
+    let api = Api::all(client.clone());
+    wait_for(&api, name, "Available", timeout, apiservice_available).await
+}

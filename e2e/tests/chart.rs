@@ -658,4 +658,30 @@ fn the_catalog_api_value_renders_an_apiservice_trusting_what_catalogd_serves() {
     );
     assert!(injected["spec"].get("caBundle").is_none());
     assert!(of(&more, "Certificate", "catalogd-api-tls").is_some());
+    // A release made before catalogApi existed, upgraded with --reuse-values, has none of its
+    // values: the defaults apply.
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("old.yaml");
+    std::fs::write(
+        &old,
+        "catalogApi:\n  enabled: true\n  replicas: null\n  aggregateToView: null\nports:\n  catalogApi: null\n",
+    )
+    .unwrap();
+    let reused = docs(&template(&["-f", old.to_str().unwrap()]));
+    assert_eq!(
+        of(&reused, "Deployment", "catalogd").unwrap()["spec"]["replicas"],
+        2
+    );
+    assert!(catalogd_args(&reused).contains(&"--catalog-api-address=0.0.0.0:8443".to_owned()));
+    // One PersistentVolumeClaim for two replicas is refused.
+    let shared = template_in(
+        "olm-system",
+        &[
+            "--set",
+            "catalogApi.enabled=true",
+            "--set",
+            "catalogd.storage.persistentVolumeClaim.claimName=catalogd",
+        ],
+    );
+    assert!(shared.is_err_and(|e| e.contains("share one store")));
 }

@@ -174,3 +174,14 @@ capabilities:
 {{- if .Values.provisioner.enabled }}{{ $managers = append $managers "provisioner" }}{{ end -}}
 {{ toYaml $managers }}
 {{- end -}}
+
+{{/* catalogApi's values with their defaults, so that `helm upgrade --reuse-values` from a
+     release made before catalogApi existed (whose stored values lack it) renders: enabled,
+     replicas, aggregateToView and port. */}}
+{{- define "olm.catalogApi" -}}
+{{- $api := default dict .Values.catalogApi -}}
+enabled: {{ and (hasKey $api "enabled") $api.enabled | ternary true false }}
+replicas: {{ hasKey $api "replicas" | ternary $api.replicas 2 }}
+aggregateToView: {{ hasKey $api "aggregateToView" | ternary $api.aggregateToView true }}
+port: {{ dig "catalogApi" 8443 (default dict .Values.ports) }}
+{{- end -}}

@@ -230,6 +230,11 @@ async fn collection(
         )
         .map_err(Failure::bad_request)?;
         if watching {
+            if matches!(form, Form::Objects { full: true }) {
+                return Err(Failure::bad_request(
+                    "content=full is not served to watches (it would send every manifest at once): list in pages instead",
+                ));
+            }
             let permit = state.watches.clone().try_acquire_owned().map_err(|_| {
                 Failure::too_many(format!(
                     "more than {} watches of catalog content are open",

@@ -68,19 +68,28 @@ fn wrap(kind: Kind, form: Form, written: Value, rv: &str) -> Value {
     }
 }
 
-/// Works out the events that bring `known` up to the content served now (`quiet`: only
-/// learns what is served, for a client that has it already).
+/// Works out the events that bring `known` up to the content served now and sends each to
+/// `sink` as it is made (`None`: only learns what is served, for a client that has it
+/// already). The resourceVersion served, or `None` once the client has left.
 fn catch_up(
     state: &ApiState,
     query: &Query,
     form: Form,
     known: &mut Known,
-    quiet: bool,
-) -> Result<(String, Vec<Bytes>), Failure> {
+    sink: Option<&mpsc::Sender<Bytes>>,
+) -> Result<Option<String>, Failure> {
     let served = served(&state.store).map_err(|e| Failure::internal(e.to_string()))?;
     let rv = version(&served);
-    let mut lines = Vec::new();
     let mut now = Known::new();
+    let mut left = false;
+    let mut emit = |line: Bytes| {
+        if let Some(sink) = sink
+            && !left
+            && sink.blocking_send(line).is_err()
+        {
+            left = true;
+        }
+    };
     for (at, item) in query.items(&served) {
         let s = &served[at];
         let hash = s.opened.stored.hash.clone();
@@ -93,7 +102,7 @@ fn catch_up(
             Some(_) => "MODIFIED",
             None => "ADDED",
         };
-        if quiet && matches!(form, Form::Objects { .. }) {
+        if sink.is_none() && matches!(form, Form::Objects { .. }) {
             now.insert(item.object, (hash, None));
             continue;
         }
@@ -109,9 +118,7 @@ fn catch_up(
             }
             Form::Objects { .. } => None,
         };
-        if !quiet {
-            lines.push(event(kind, &wrap(query.kind, form, written, &rv)));
-        }
+        emit(event(kind, &wrap(query.kind, form, written, &rv)));
         now.insert(item.object, (hash, row));
     }
     for (name, (_, row)) in known.drain() {
@@ -123,10 +130,10 @@ fn catch_up(
                 "metadata": {"name": name, "resourceVersion": rv},
             }),
         };
-        lines.push(event("DELETED", &object));
+        emit(event("DELETED", &object));
     }
     *known = now;
-    Ok((rv, lines))
+    Ok((!left).then_some(rv))
 }
 
 /// Starts a watch: the response streams events until the timeout, the client leaves, or
@@ -161,8 +168,7 @@ pub fn start(
         let deadline = tokio::time::Instant::now() + timeout;
         let mut known = Known::new();
         let send_all = initial_events || from.is_empty() || from == "0";
-        let Some((rv, lines)) = round(&state, &query, form, &mut known, !send_all, &tx).await
-        else {
+        let Some(rv) = round(&state, &query, form, &mut known, send_all, &tx).await else {
             return;
         };
         if !send_all && from != rv {
@@ -172,9 +178,6 @@ pub fn start(
             let _ = tx.send(event("ERROR", &gone.body())).await;
             return;
         }
-        if !send(&tx, lines).await {
-            return;
-        }
         if initial_events && tx.send(bookmark(kind, &rv, true)).await.is_err() {
             return;
         }
@@ -182,13 +185,9 @@ pub fn start(
             if !wait(&mut changes, &tx, deadline).await {
                 return;
             }
-            let Some((rv, lines)) = round(&state, &query, form, &mut known, false, &tx).await
-            else {
+            let Some(rv) = round(&state, &query, form, &mut known, true, &tx).await else {
                 return;
             };
-            if !send(&tx, lines).await {
-                return;
-            }
             if bookmarks && tx.send(bookmark(kind, &rv, false)).await.is_err() {
                 return;
             }
@@ -205,19 +204,22 @@ pub fn start(
     Ok(response)
 }
 
-/// One catch-up on the blocking pool; on failure the client gets an `ERROR` event.
+/// One catch-up on the blocking pool, its events sent as they are made (`send`: false for a
+/// client that has the content already); on failure the client gets an `ERROR` event. The
+/// resourceVersion served, or `None` when the watch is over.
 async fn round(
     state: &ApiState,
     query: &Query,
     form: Form,
     known: &mut Known,
-    quiet: bool,
+    send: bool,
     tx: &mpsc::Sender<Bytes>,
-) -> Option<(String, Vec<Bytes>)> {
-    let (state2, query2) = (state.clone(), query.clone());
+) -> Option<String> {
+    let (state2, query2, tx2) = (state.clone(), query.clone(), tx.clone());
     let mut taken = std::mem::take(known);
     let joined = tokio::task::spawn_blocking(move || {
-        let result = catch_up(&state2, &query2, form, &mut taken, quiet);
+        let sink = send.then_some(&tx2);
+        let result = catch_up(&state2, &query2, form, &mut taken, sink);
         (result, taken)
     })
     .await;
@@ -230,21 +232,12 @@ async fn round(
     };
     *known = back;
     match result {
-        Ok(r) => Some(r),
+        Ok(rv) => rv,
         Err(failure) => {
             let _ = tx.send(event("ERROR", &failure.body())).await;
             None
         }
     }
-}
-
-async fn send(tx: &mpsc::Sender<Bytes>, lines: Vec<Bytes>) -> bool {
-    for line in lines {
-        if tx.send(line).await.is_err() {
-            return false;
-        }
-    }
-    true
 }
 
 /// Waits for a content change: false when the deadline passes or the client left first.

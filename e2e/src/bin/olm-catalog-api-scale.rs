@@ -4,8 +4,8 @@
 //! once with it on (one replica each, so the two readings are of one process). It reports the
 //! time from the Catalog's creation until it serves, catalogd's memory (VmRSS and VmHWM, read
 //! from this machine's /proc: the node's processes are in a child PID namespace), the
-//! kube-apiserver's memory before and after, and, with the API on, the latency of lists and
-//! gets through the API server (medians of five), beside the HTTP download of the whole
+//! kube-apiserver's memory before and after, and, with the API on, the latency of lists
+//! through the API server (medians of five), beside the HTTP download of the whole
 //! catalog through catalogd's Service.
 //!
 //! Usage, with release builds of the managers:
@@ -19,7 +19,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use kube::api::{Api, DeleteParams};
 use olm_e2e::catalogs::{create_catalog, wait_unpacked};
 use olm_e2e::context::TestContext;
@@ -202,20 +201,10 @@ async fn run(ctx: &TestContext) -> Result<()> {
         }
         println!("  HTTP api/v1/all (whole catalog): {:?}", median(times));
         if api {
-            let apiservices: Api<APIService> = Api::all(client.clone());
-            olm_e2e::wait::wait_for(
-                &apiservices,
+            olm_e2e::wait::wait_apiservice_available(
+                &client,
                 "v1alpha1.catalogs.olm-rs.io",
-                "Available",
                 Duration::from_secs(120),
-                |a| {
-                    a.and_then(|a| a.status.as_ref())
-                        .and_then(|s| s.conditions.as_ref())
-                        .is_some_and(|cs| {
-                            cs.iter()
-                                .any(|c| c.type_ == "Available" && c.status == "True")
-                        })
-                },
             )
             .await?;
             let base = "/apis/catalogs.olm-rs.io/v1alpha1";

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Pod, Secret, Service};
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, PostParams};
 use kube::runtime::watcher;
@@ -23,21 +23,12 @@ use olm_e2e::context::TestContext;
 use olm_e2e::helm::kubectl;
 use olm_e2e::manager::OLM_NAMESPACE;
 use olm_e2e::node::wait_deployments_available;
-use olm_e2e::wait::{wait_for, wait_for_deletion};
+use olm_e2e::wait::{apiservice_available, wait_apiservice_available, wait_for_deletion};
 use serde_json::json;
 
 use super::{READY_WITHIN, SERIAL, images, leader_pod};
 
 const APISERVICE: &str = "v1alpha1.catalogs.olm-rs.io";
-
-fn available(a: Option<&APIService>) -> bool {
-    a.and_then(|a| a.status.as_ref())
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| {
-            cs.iter()
-                .any(|c| c.type_ == "Available" && c.status == "True")
-        })
-}
 
 /// Runs kubectl until its output satisfies `done` (catalogd's second replica copies content
 /// a moment after the leader serves it, and either may answer).
@@ -56,6 +47,37 @@ async fn kubectl_until(args: &[&str], what: &str, done: impl Fn(&str) -> bool) -
             args.join(" ")
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Waits until every catalogd Pod serves `hash` for `catalog` (asked at each Pod's IP, which
+/// this machine routes): the follower copies the leader's content a moment after it serves
+/// it, and the API server may send a request to either.
+async fn every_replica_serves(client: &kube::Client, catalog: &str, hash: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let etag = format!("\"{hash}\"");
+    loop {
+        let mut serving = 0;
+        let pods = super::catalogd_pods(client).await;
+        for pod in &pods {
+            let Some(ip) = pod.status.as_ref().and_then(|s| s.pod_ip.clone()) else {
+                continue;
+            };
+            let url = format!("http://{ip}:8083/catalogs/{catalog}/all.json");
+            let head = reqwest::Client::new().head(&url).send().await;
+            if head.is_ok_and(|r| r.headers().get("etag").is_some_and(|e| e == etag.as_str())) {
+                serving += 1;
+            }
+        }
+        if serving == pods.len() && serving > 0 {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{serving} of {} catalogd Pods serve {catalog} at {hash}",
+            pods.len()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 
@@ -87,6 +109,7 @@ fn token_kubeconfig(dir: &std::path::Path, token: &str) -> std::path::PathBuf {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn catalog_content_is_read_through_the_api_server_and_a_catalogd_restart_breaks_nothing() {
     let _serial = SERIAL.lock().await;
+    olm_e2e::install_crypto_provider();
     let ctx = TestContext::new("node-api").await.unwrap();
     let client = ctx.client.clone();
     let images = images().await;
@@ -107,15 +130,9 @@ async fn catalog_content_is_read_through_the_api_server_and_a_catalogd_restart_b
     let pods = super::catalogd_pods(&client).await;
     assert_eq!(pods.len(), 2, "the API on runs two catalogd replicas");
     let apiservices: Api<APIService> = Api::all(client.clone());
-    wait_for(
-        &apiservices,
-        APISERVICE,
-        "Available",
-        READY_WITHIN,
-        available,
-    )
-    .await
-    .unwrap();
+    wait_apiservice_available(&client, APISERVICE, READY_WITHIN)
+        .await
+        .unwrap();
 
     // Content, as kubectl shows it: through the API server, by label, wide, and one object.
     let (name, cm) = (ctx.name("cat"), ctx.name("cat-cm"));
@@ -123,6 +140,12 @@ async fn catalog_content_is_read_through_the_api_server_and_a_catalogd_restart_b
         unpacked_configmap_catalog(&ctx, &name, &cm, &example_catalog("0.1.0"))
             .await
             .unwrap();
+    let first_hash = unpacked
+        .status
+        .as_ref()
+        .and_then(|s| s.content_hash.clone())
+        .unwrap();
+    every_replica_serves(&client, &name, &first_hash).await;
     let by_catalog = format!("catalog={name}");
     let packages = kubectl_until(
         &["get", "packages", "-l", &by_catalog],
@@ -209,17 +232,57 @@ async fn catalog_content_is_read_through_the_api_server_and_a_catalogd_restart_b
         "{stderr}"
     );
 
+    // Straight to catalogd's Service, not through the API server: catalogd's own review refuses
+    // that user, and front-proxy headers without the front proxy's certificate count for
+    // nothing.
+    let tls = Api::<Secret>::namespaced(client.clone(), OLM_NAMESPACE)
+        .get("catalogd-api-tls")
+        .await
+        .unwrap();
+    let ca = tls.data.unwrap()["ca.crt"].0.clone();
+    let ip: std::net::IpAddr = Api::<Service>::namespaced(client.clone(), OLM_NAMESPACE)
+        .get("catalogd-api")
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .cluster_ip
+        .unwrap()
+        .parse()
+        .unwrap();
+    let host = format!("catalogd-api.{OLM_NAMESPACE}.svc");
+    let direct = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(&ca).unwrap())
+        .resolve(&host, std::net::SocketAddr::new(ip, 443))
+        .no_proxy()
+        .build()
+        .unwrap();
+    let url = format!("https://{host}/apis/catalogs.olm-rs.io/v1alpha1/packages");
+    let forged = [
+        ("X-Remote-User", "system:admin"),
+        ("X-Remote-Group", "system:masters"),
+    ];
+    let mut anonymous = direct.get(&url);
+    for (k, v) in forged {
+        anonymous = anonymous.header(k, v);
+    }
+    assert_eq!(anonymous.send().await.unwrap().status(), 401);
+    let mut with_token = direct.get(&url).bearer_auth(&token);
+    for (k, v) in forged {
+        with_token = with_token.header(k, v);
+    }
+    let refused = with_token.send().await.unwrap();
+    assert_eq!(refused.status(), 403);
+    let status: serde_json::Value = serde_json::from_str(&refused.text().await.unwrap()).unwrap();
+    let message = status["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("cannot list resource \"packages\""),
+        "{status}"
+    );
+
     // A watch sees the Catalog move to new content: the new bundle is added.
     let mut watch = Command::new(olm_e2e::helm::cached("kubectl").unwrap())
-        .args([
-            "get",
-            "bundles",
-            "-l",
-            &by_catalog,
-            "--watch-only",
-            "-o",
-            "name",
-        ])
+        .args(["get", "bundles", "-l", &by_catalog, "--watch", "-o", "name"])
         .env(
             "KUBECONFIG",
             &olm_e2e::cluster::cluster().unwrap().kubeconfig,
@@ -235,19 +298,26 @@ async fn catalog_content_is_read_through_the_api_server_and_a_catalogd_restart_b
             let _ = lines_tx.send(line);
         }
     });
-    // The watch is established before the content moves: give kubectl its list and watch.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // kubectl printed its list (so it watches from that list's version) before the content
+    // moves.
+    let listed = format!("bundle.catalogs.olm-rs.io/{bundle}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = Vec::new();
+    while !seen.contains(&listed) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match lines_rx.recv_timeout(left) {
+            Ok(line) => seen.push(line),
+            Err(_) => panic!("kubectl get --watch did not list {listed}: {seen:?}"),
+        }
+    }
     put_catalog_configmap(&ctx, &cm, &two_versions())
         .await
         .unwrap();
-    let old = unpacked.status.and_then(|s| s.content_hash);
-    wait_unpacked(&catalogs, &name, old.as_deref())
+    let moved = wait_unpacked(&catalogs, &name, Some(&first_hash))
         .await
         .unwrap();
     let added =
         format!("bundle.catalogs.olm-rs.io/{name}.example-operator.example-operator.v0.2.0");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut seen = Vec::new();
     while !seen.contains(&added) {
         let left = deadline.saturating_duration_since(Instant::now());
         match lines_rx.recv_timeout(left) {
@@ -257,6 +327,8 @@ async fn catalog_content_is_read_through_the_api_server_and_a_catalogd_restart_b
     }
     let _ = watch.kill();
     let _ = watch.wait();
+    let second_hash = moved.status.and_then(|s| s.content_hash).unwrap();
+    every_replica_serves(&client, &name, &second_hash).await;
 
     // Pages: kubectl follows continue tokens one object at a time; a deprecation shows.
     let paged = kubectl_until(
@@ -315,7 +387,7 @@ async fn catalog_content_is_read_through_the_api_server_and_a_catalogd_restart_b
             let (mut checks, mut unavailable) = (0u32, 0u32);
             while !stop.load(Ordering::SeqCst) {
                 checks += 1;
-                if !available(apiservices.get(APISERVICE).await.ok().as_ref()) {
+                if !apiservice_available(apiservices.get(APISERVICE).await.ok().as_ref()) {
                     unavailable += 1;
                 }
                 tokio::time::sleep(Duration::from_millis(200)).await;
@@ -393,6 +465,20 @@ async fn catalog_content_is_read_through_the_api_server_and_a_catalogd_restart_b
     // No deletion waited on discovery (the namespace controller's DiscoveryFailed retries
     // back off for many seconds).
     assert!(slowest < Duration::from_secs(10), "{took:?}");
+
+    // `helm upgrade --reuse-values` keeps the API's CA (the APIService's caBundle does not
+    // change) and the API comes back Available.
+    let ca_bundle = |a: APIService| a.spec.and_then(|s| s.ca_bundle).map(|b| b.0);
+    let before = ca_bundle(apiservices.get(APISERVICE).await.unwrap());
+    olm_e2e::helm::install_in("default", &["upgrade", "--reuse-values"]).unwrap();
+    wait_deployments_available(&client, OLM_NAMESPACE, READY_WITHIN)
+        .await
+        .unwrap();
+    let after = wait_apiservice_available(&client, APISERVICE, READY_WITHIN)
+        .await
+        .unwrap();
+    assert!(before.is_some());
+    assert_eq!(ca_bundle(after), before);
 
     ctx.cleanup().await.unwrap();
     olm_e2e::chart::uninstall().unwrap();

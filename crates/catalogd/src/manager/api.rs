@@ -27,6 +27,8 @@ use crate::store::Store;
 
 /// How often the API server's authentication settings are read again.
 pub const SETTINGS_INTERVAL: Duration = Duration::from_secs(60);
+/// How soon a failed first read is tried again (doubling up to [`SETTINGS_INTERVAL`]).
+const FIRST_RETRY: Duration = Duration::from_millis(500);
 
 /// Starts the API when `--catalog-api-address` is set; `ready` says whether this replica
 /// serves content (until then every request is answered 503, so the API server's
@@ -75,9 +77,21 @@ pub async fn start(
     let settings = state.request_header();
     let client = ctx.reviews.clone();
     let shutdown = ctx.shutdown.clone();
+    // Not Ready until the API server's settings are read once: before, no request the
+    // aggregator proxies could be authenticated (its handshake fails), and a Pod that took
+    // over from a good one in a rollout would make the APIService unavailable.
+    let settings_read = ctx.readiness.register("catalog-api-authentication");
     tokio::spawn(async move {
+        let mut pause = FIRST_RETRY;
         loop {
-            match read_settings(&client).await {
+            let read = read_settings(&client).await;
+            if read.is_ok() {
+                settings_read.set_ready(true);
+                pause = SETTINGS_INTERVAL;
+            } else {
+                pause = (pause * 2).min(SETTINGS_INTERVAL);
+            }
+            match read {
                 Ok(Some(config)) => match verifier.set_ca(&config.ca) {
                     Ok(()) => {
                         *settings
@@ -102,7 +116,7 @@ pub async fn start(
             }
             tokio::select! {
                 () = shutdown.cancelled() => return,
-                () = tokio::time::sleep(SETTINGS_INTERVAL) => {}
+                () = tokio::time::sleep(pause) => {}
             }
         }
     });

@@ -17,7 +17,6 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
-use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use olm_api::bundle_deployment::BundleDeployment;
 use olm_api::catalog::Catalog;
@@ -456,22 +455,7 @@ async fn main() -> Result<()> {
         "catalogd serves what it unpacked as read-only objects (catalogs.olm-rs.io), through the\nAPI server: from this machine, outside the cluster's network, with RBAC saying who may read:"
     );
     command("kubectl wait apiservice v1alpha1.catalogs.olm-rs.io --for=condition=Available");
-    let apiservices: Api<APIService> = Api::all(client.clone());
-    wait::wait_for(
-        &apiservices,
-        "v1alpha1.catalogs.olm-rs.io",
-        "Available",
-        WAIT,
-        |a| {
-            a.and_then(|a| a.status.as_ref())
-                .and_then(|s| s.conditions.as_ref())
-                .is_some_and(|cs| {
-                    cs.iter()
-                        .any(|c| c.type_ == "Available" && c.status == "True")
-                })
-        },
-    )
-    .await?;
+    wait::wait_apiservice_available(&client, "v1alpha1.catalogs.olm-rs.io", WAIT).await?;
     println!("apiservice.apiregistration.k8s.io/v1alpha1.catalogs.olm-rs.io condition met");
     // Either catalogd replica may answer: the follower has copied the leader's content once
     // the package shows.
@@ -670,7 +654,27 @@ async fn main() -> Result<()> {
     .await?;
     command(&format!("kubectl get namespace {OPERATOR_NS}"));
     println!("Error from server (NotFound): namespaces \"{OPERATOR_NS}\" not found");
-    // The catalogs' content went with them.
+    // The catalogs' content went with them (either replica may answer: until both dropped it).
+    let (resource, _) = kube::discovery::pinned_kind(
+        &client,
+        &kube::api::GroupVersionKind::gvk(CATALOG_API, "v1alpha1", "Package"),
+    )
+    .await?;
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let listed = olm_e2e::table::get_table_selected(&client, &resource, None, None).await?;
+        if !["example-operator", "own-operator", "webhook-operator"]
+            .iter()
+            .any(|p| listed.contains(p))
+        {
+            break;
+        }
+        anyhow::ensure!(
+            std::time::Instant::now() < deadline,
+            "the deleted catalogs' packages are still listed"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
     get(&client, (CATALOG_API, "v1alpha1", "Package"), None, None).await?;
 
     step(13, "Uninstall olm-rs");
