@@ -133,6 +133,19 @@ impl Server {
         self.client.get(self.url(path)).send().await.unwrap()
     }
 
+    /// GETs `path` with `headers`.
+    async fn get_with(
+        &self,
+        path: &str,
+        headers: &[(reqwest::header::HeaderName, &str)],
+    ) -> reqwest::Response {
+        let mut request = self.client.get(self.url(path));
+        for (name, value) in headers {
+            request = request.header(name, *value);
+        }
+        request.send().await.unwrap()
+    }
+
     fn etag(&self) -> String {
         format!("\"{}\"", self.stored.hash)
     }
@@ -266,12 +279,11 @@ async fn conditional_requests_get_304() {
 
     // Metas honour them too.
     let res = s
-        .client
-        .get(s.url("/catalogs/test-catalog/api/v1/metas?schema=olm.bundle"))
-        .header(IF_NONE_MATCH, s.etag())
-        .send()
-        .await
-        .unwrap();
+        .get_with(
+            "/catalogs/test-catalog/api/v1/metas?schema=olm.bundle",
+            &[(IF_NONE_MATCH, &s.etag())],
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::NOT_MODIFIED);
     s.stop().await;
 }
@@ -280,12 +292,11 @@ async fn conditional_requests_get_304() {
 async fn gzip_is_served_when_accepted() {
     let s = Server::start().await;
     let res = s
-        .client
-        .get(s.url("/catalogs/test-catalog/all.json"))
-        .header(ACCEPT_ENCODING, "br;q=1.0, gzip;q=0.8")
-        .send()
-        .await
-        .unwrap();
+        .get_with(
+            "/catalogs/test-catalog/all.json",
+            &[(ACCEPT_ENCODING, "br;q=1.0, gzip;q=0.8")],
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::OK);
     assert_eq!(header(&res, CONTENT_ENCODING), "gzip");
     // The gzip body has its own (weak) validator for the same content hash.
@@ -296,12 +307,11 @@ async fn gzip_is_served_when_accepted() {
     assert_eq!(gunzip(&body), s.fbc.render());
 
     let res = s
-        .client
-        .get(s.url("/catalogs/test-catalog/api/v1/metas?package=alpha"))
-        .header(ACCEPT_ENCODING, "gzip")
-        .send()
-        .await
-        .unwrap();
+        .get_with(
+            "/catalogs/test-catalog/api/v1/metas?package=alpha",
+            &[(ACCEPT_ENCODING, "gzip")],
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::OK);
     assert_eq!(header(&res, CONTENT_ENCODING), "gzip");
     let body = res.bytes().await.unwrap();
@@ -322,12 +332,11 @@ async fn gzip_requests_before_the_gzip_is_made_get_the_identity_body() {
         .join(catalogd::store::ALL_JSON_GZ);
     std::fs::remove_file(&gz).unwrap();
     let res = s
-        .client
-        .get(s.url("/catalogs/test-catalog/all.json"))
-        .header(ACCEPT_ENCODING, "gzip")
-        .send()
-        .await
-        .unwrap();
+        .get_with(
+            "/catalogs/test-catalog/all.json",
+            &[(ACCEPT_ENCODING, "gzip")],
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::OK);
     assert!(res.headers().get(CONTENT_ENCODING).is_none());
     assert_eq!(header(&res, ETAG), s.etag());
@@ -360,13 +369,7 @@ async fn a_head_is_never_compressed() {
         assert_eq!(header(&head, CONTENT_LENGTH), expected.len().to_string());
         assert!(head.bytes().await.unwrap().is_empty());
         // Its GET is compressed: the body is over 1,024 bytes.
-        let get = s
-            .client
-            .get(s.url(path))
-            .header(ACCEPT_ENCODING, "gzip")
-            .send()
-            .await
-            .unwrap();
+        let get = s.get_with(path, &[(ACCEPT_ENCODING, "gzip")]).await;
         assert_eq!(header(&get, CONTENT_ENCODING), "gzip", "{path}");
         assert_eq!(gunzip(&get.bytes().await.unwrap()), expected);
     }
@@ -379,12 +382,11 @@ async fn a_head_is_never_compressed() {
 async fn any_encoding_is_read_one_way() {
     let s = Server::start().await;
     let res = s
-        .client
-        .get(s.url("/catalogs/test-catalog/api/v1/metas?package=alpha"))
-        .header(ACCEPT_ENCODING, "*")
-        .send()
-        .await
-        .unwrap();
+        .get_with(
+            "/catalogs/test-catalog/api/v1/metas?package=alpha",
+            &[(ACCEPT_ENCODING, "*")],
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::OK);
     assert_eq!(header(&res, CONTENT_ENCODING), "gzip");
     assert_eq!(header(&res, ETAG), format!("W/{}", s.etag()));
@@ -402,12 +404,11 @@ async fn bodies_under_1024_bytes_are_not_compressed() {
     let expected = s.expected(None, Some("beta"), None);
     assert!(expected.len() < 1024, "{}", expected.len());
     let res = s
-        .client
-        .get(s.url("/catalogs/test-catalog/api/v1/metas?package=beta"))
-        .header(ACCEPT_ENCODING, "gzip")
-        .send()
-        .await
-        .unwrap();
+        .get_with(
+            "/catalogs/test-catalog/api/v1/metas?package=beta",
+            &[(ACCEPT_ENCODING, "gzip")],
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::OK);
     assert!(res.headers().get(CONTENT_ENCODING).is_none());
     assert_eq!(res.bytes().await.unwrap(), expected);
@@ -441,13 +442,8 @@ async fn failed_preconditions_get_412() {
         }
         // 412 comes before 304.
         let res = s
-            .client
-            .get(s.url(path))
-            .header(IF_MATCH, "\"other\"")
-            .header(IF_NONE_MATCH, s.etag())
-            .send()
-            .await
-            .unwrap();
+            .get_with(path, &[(IF_MATCH, "\"other\""), (IF_NONE_MATCH, &s.etag())])
+            .await;
         assert_eq!(res.status(), StatusCode::PRECONDITION_FAILED, "{path}");
     }
     s.stop().await;
@@ -721,12 +717,11 @@ async fn new_content_gets_a_new_etag() {
     .unwrap();
     let stored = s.store.put("test-catalog", "uid-1", &other).unwrap();
     let res = s
-        .client
-        .get(s.url("/catalogs/test-catalog/all.json"))
-        .header(IF_NONE_MATCH, s.etag())
-        .send()
-        .await
-        .unwrap();
+        .get_with(
+            "/catalogs/test-catalog/all.json",
+            &[(IF_NONE_MATCH, &s.etag())],
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::OK);
     assert_eq!(header(&res, ETAG), format!("\"{}\"", stored.hash));
     assert_eq!(res.bytes().await.unwrap(), other.render());
@@ -762,12 +757,11 @@ async fn every_response_is_timed_by_status_code() {
     s.get("/nothing/here").await;
     assert_eq!(observed(&s.registry, "404"), 2);
     let res = s
-        .client
-        .get(s.url("/catalogs/test-catalog/all.json"))
-        .header(IF_NONE_MATCH, s.etag())
-        .send()
-        .await
-        .unwrap();
+        .get_with(
+            "/catalogs/test-catalog/all.json",
+            &[(IF_NONE_MATCH, &s.etag())],
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::NOT_MODIFIED);
     assert_eq!(observed(&s.registry, "304"), 1);
     s.client
