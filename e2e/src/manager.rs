@@ -28,19 +28,9 @@ pub struct Manager {
 
 pub use olm_testkit::free_port;
 
-/// Two distinct free ports: both listeners are held until both are chosen.
+/// Two distinct free ports ([`free_port`] never hands one out twice).
 pub fn free_ports() -> Result<(u16, u16)> {
-    let bind = || {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .map_err(|e| Error::Cluster(format!("finding a free port: {e}")))
-    };
-    let (a, b) = (bind()?, bind()?);
-    let port = |l: &std::net::TcpListener| {
-        l.local_addr()
-            .map(|a| a.port())
-            .map_err(|e| Error::Cluster(e.to_string()))
-    };
-    Ok((port(&a)?, port(&b)?))
+    Ok((olm_testkit::free_port()?, olm_testkit::free_port()?))
 }
 
 /// Writes a kubeconfig that authenticates as `namespace/service_account` (which must exist)

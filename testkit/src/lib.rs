@@ -40,14 +40,34 @@ pub fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
-/// A free TCP port on 127.0.0.1 (released again; the server binds it a moment later).
+/// A free TCP port (released again; the server binds it a moment later), on any address.
+///
+/// It is found on the wildcard address, which the kernel refuses a port that any one address
+/// holds: found on 127.0.0.1, the port the API server holds on the node's link passed for
+/// free, and the node's registry was given it (seen: "bind: address already in use"). And it
+/// is never one this process handed out before: a port released here may come back from the
+/// kernel before its first user has bound it.
 pub fn free_port() -> Result<u16> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")
-        .map_err(|e| Error::Fixture(format!("finding a free port: {e}")))?;
-    listener
-        .local_addr()
-        .map(|a| a.port())
-        .map_err(|e| Error::Fixture(e.to_string()))
+    static GIVEN: std::sync::Mutex<std::collections::BTreeSet<u16>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    for _ in 0..1000 {
+        let listener = std::net::TcpListener::bind("0.0.0.0:0")
+            .map_err(|e| Error::Fixture(format!("finding a free port: {e}")))?;
+        let port = listener
+            .local_addr()
+            .map(|a| a.port())
+            .map_err(|e| Error::Fixture(e.to_string()))?;
+        if GIVEN
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(port)
+        {
+            return Ok(port);
+        }
+    }
+    Err(Error::Fixture(
+        "finding a free port: every port the kernel offered was handed out already".into(),
+    ))
 }
 
 /// This process's scratch folder for fixtures (registries' storage), removed when it exits.
